@@ -117,8 +117,7 @@ export class Compactor {
     if (typeof counter?.count !== 'function')
       throw new InvalidInputError('counter', 'must have a count(messages) method');
     // Every key is known by now; the activity settings among them change nothing in-process.
-    const known: readonly string[] = COMPACTION_OPTION_KEYS;
-    const compaction = Object.entries(options).filter(([key]) => known.includes(key));
+    const compaction = Object.entries(options).filter(([key]) => COMPACTION_OPTION_KEYS.includes(key));
     this.options = resolveOptions(Object.fromEntries(compaction), 'options');
     this.summarizer = summarizer;
     this.counter = counter;
@@ -162,17 +161,16 @@ export class Compactor {
   ): Promise<AnyCompactionResult> {
     // A compaction option here (`keepRecent`) belongs in the constructor's options: refuse it rather than ignore it.
     assertKnownKeys(callOptions, CALL_OPTION_KEYS, 'callOptions');
-    const { target, counter, signal, onProgress } = callOptions;
     const overrides: CallOverrides = {
-      target,
-      counter,
+      target: callOptions.target,
+      counter: callOptions.counter,
       summaryInstructions: checkInstructionText(callOptions.summaryInstructions, 'callOptions.summaryInstructions'),
       summaryPrompt: checkInstructionText(callOptions.summaryPrompt, 'callOptions.summaryPrompt'),
       keepUserMessages: checkKeepUserMessages(callOptions.keepUserMessages, 'callOptions.keepUserMessages'),
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
-    if (view === undefined) return this.run(conversation, overrides, signal, onProgress);
-    return view.result(await this.run(view.messages, overrides, signal, onProgress));
+    if (view === undefined) return this.run(conversation, overrides, callOptions);
+    return view.result(await this.run(view.messages, overrides, callOptions));
   }
 
   /**
@@ -194,8 +192,7 @@ export class Compactor {
   private async run(
     messages: unknown,
     overrides: CallOverrides,
-    signal: AbortSignal | undefined,
-    onProgress: CompactCallOptions['onProgress'],
+    { signal, onProgress }: CompactCallOptions,
   ): Promise<CompactionResult> {
     const steps = compactionSteps(messages, this.options, overrides, this.counter, { calibration: this.calibration });
     const counter = overrides.counter ?? this.counter;

@@ -64,13 +64,9 @@ const durationOf = (minimumMs: number) =>
 // No userinfo and no query: fetch refuses a URL with credentials (quoting it, password and all, in
 // its error), and the clients append their paths to the base URL, after any query it has.
 function bareHttpUrl(value: string): URL | undefined {
-  try {
-    const url = new URL(value);
-    const bare = url.username === '' && url.password === '' && url.search === '' && url.hash === '';
-    return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url : undefined;
-  } catch {
-    return undefined;
-  }
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  const bare = url?.username === '' && url.password === '' && url.search === '' && url.hash === '';
+  return (url?.protocol === 'http:' || url?.protocol === 'https:') && bare ? url : undefined;
 }
 
 const httpUrl = nonEmptyText.refine((value) => bareHttpUrl(value) !== undefined);
@@ -600,13 +596,10 @@ export function configParseArgsOptions(): Record<string, { type: 'string' }> {
 
 /** Picks the configuration flags out of `parseArgs` values (kebab-case keys); other flags are ignored. */
 export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): ConfigFlags {
-  const flags: Partial<Record<SettingKey, RawSettingValue>> = {};
-  for (const key of SETTING_KEYS) {
-    const name = flagOf(key);
-    const value = name === undefined ? undefined : values[name];
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flags[key] = value;
-  }
-  return flags;
+  const given = SETTING_KEYS.map((key) => [key, values[flagOf(key) ?? '']] as const);
+  const isValue = (entry: (typeof given)[number]): entry is [SettingKey, RawSettingValue & {}] =>
+    ['string', 'number', 'boolean'].includes(typeof entry[1]);
+  return Object.fromEntries(given.filter(isValue));
 }
 
 /** The settings that say how to reach Temporal. */

@@ -22,7 +22,7 @@ function heartbeatInterval(heartbeatTimeoutMs: number | undefined): number {
  */
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
-  toFailure: (error: unknown) => unknown,
+  toFailure: (error: unknown) => unknown = (error) => error,
   secrets: ReadonlyArray<string | null | undefined> = [],
   details?: () => unknown,
 ): Promise<T> {
@@ -43,11 +43,7 @@ export async function whileHeartbeating<T>(
 
 /** `activity`, heartbeating while it runs (a killed worker's attempt is retried after the heartbeat timeout). */
 export function heartbeating<A extends unknown[], R>(activity: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-  const wrapped = (...args: A): Promise<R> =>
-    whileHeartbeating(
-      () => activity(...args),
-      (error) => error,
-    );
+  const wrapped = (...args: A): Promise<R> => whileHeartbeating(() => activity(...args));
   // The worker registers activities by their function name: keep it.
   Object.defineProperty(wrapped, 'name', { value: activity.name });
   return wrapped;

@@ -114,15 +114,6 @@ async function readHead(path: string, shown: string, limit: number): Promise<{ t
   }
 }
 
-/** The activity's context; undefined when a tool is called directly, not as an activity. */
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The built-in read-only tools. A path must stay inside `root`, before and after following symlinks
  * (`Tool.PathOutsideRoot`), and match no secret-file rule it is not allowed (`Tool.SecretPath`;
@@ -154,7 +145,7 @@ export function createBuiltInTools({
     return realRoot;
   };
 
-  const locate = async (tool: string, path: string): Promise<{ real: string; shown: string; base: string }> => {
+  const locate = async (tool: string, path: string): Promise<{ real: string; base: string }> => {
     const base = await baseFor(tool);
     const target = resolve(base, path);
     if (!isInside(base, target)) throw outsideRoot(tool, path, rootPath ?? base);
@@ -171,7 +162,7 @@ export function createBuiltInTools({
     if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath ?? base);
     const reached = secretRuleFor(relative(base, real), allowed);
     if (reached !== undefined) throw secretPath(tool, path, reached);
-    return { real, shown: relative(base, real) || '.', base };
+    return { real, base };
   };
 
   async function fs_read(args: unknown): Promise<string> {
@@ -223,7 +214,8 @@ export function createBuiltInTools({
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
     // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
-    const signal = activityContext()?.cancellationSignal;
+    // Always an activity: `heartbeating` runs each tool in the activity's context.
+    const signal = Context.current().cancellationSignal;
     const { matches, stoppedAt } = await grepInThread(
       {
         pattern,
@@ -256,13 +248,11 @@ export function createBuiltInTools({
   return { fs_read: heartbeating(fs_read), fs_list: heartbeating(fs_list), grep: heartbeating(grep) };
 }
 
+type ReplayToolCall = { trajectory: string; toolCallId: string };
+
 /** Creates `replayTool`: the recorded tool message that answers `toolCallId`, verbatim. */
 export function createReplayTool(trajectories: TrajectoryStore) {
-  return heartbeating(async function replayTool(call: {
-    trajectory: string;
-    toolCallId: string;
-  }): Promise<ChatMessage> {
-    const { trajectory, toolCallId } = call;
+  return heartbeating(async function replayTool({ trajectory, toolCallId }: ReplayToolCall): Promise<ChatMessage> {
     const result = (await trajectories.load(trajectory)).results.get(toolCallId);
     if (result !== undefined) return result;
     throw nonRetryableFailure(

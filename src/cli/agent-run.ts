@@ -1,6 +1,5 @@
 // Node only: what the agentRun commands share: the run a workflow id names, and its queries.
-import { InvalidInputError } from '../core/errors.js';
-import { parseDuration } from '../core/compaction/options.js';
+import { durationTextMs } from '../core/compaction/options.js';
 import { onlyArgument, UsageError, type CommandContext, type OptionSpec } from './command.js';
 
 const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
@@ -28,15 +27,11 @@ export type AgentRun = Awaited<ReturnType<typeof openAgentRun>>;
 export function queryTimeoutOf(context: CommandContext): number {
   const text = context.values['query-timeout'];
   if (text === undefined) return DEFAULT_QUERY_TIMEOUT_MS;
-  if (typeof text !== 'string') throw new UsageError('--query-timeout takes a duration');
-  try {
-    const ms = parseDuration(/^\d+$/.test(text) ? Number(text) : text, '--query-timeout');
-    if (ms <= 0) throw new UsageError('--query-timeout must be longer than zero');
-    return ms;
-  } catch (error) {
-    if (error instanceof InvalidInputError) throw new UsageError(error.message);
-    throw error;
-  }
+  const written = typeof text === 'string' ? durationTextMs(/^\d+$/.test(text) ? `${text}ms` : text) : undefined;
+  if (written === undefined)
+    throw new UsageError(`--query-timeout takes a duration such as 15s, 500ms or 2m, got ${JSON.stringify(text)}`);
+  if (Math.round(written) <= 0) throw new UsageError('--query-timeout must be longer than zero');
+  return Math.round(written);
 }
 
 /** A query of the run, bounded: without a deadline a missing worker would hold the CLI for the server's own timeout. */

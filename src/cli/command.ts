@@ -102,13 +102,13 @@ export function parseCommandArgs(
   return { values, positionals };
 }
 
-/** Lines of at most `width` columns, each after `indent` (the first after `first`). */
-function wrap(text: string, width: number, indent: string, first = indent): string[] {
+/** Lines of at most HELP_COLUMNS columns, each after `indent` (the first after `first`). */
+function wrap(text: string, indent: string, first = indent): string[] {
   const lines: string[] = [];
   let line = first;
   let empty = true;
   for (const word of text.split(/\s+/).filter((part) => part !== '')) {
-    if (!empty && line.length + 1 + word.length > width) {
+    if (!empty && line.length + 1 + word.length > HELP_COLUMNS) {
       lines.push(line);
       line = indent;
       empty = true;
@@ -129,8 +129,8 @@ function optionLines(options: Readonly<Record<string, OptionSpec>>): string[] {
   return Object.values(options).flatMap((spec, index) => {
     const head = heads[index] ?? '';
     const text = `${spec.help ?? ''}${spec.multiple === true ? ' (repeatable)' : ''}`;
-    if (head.length + 2 > column) return [head, ...wrap(text, HELP_COLUMNS, ' '.repeat(column))];
-    return wrap(text, HELP_COLUMNS, ' '.repeat(column), head.padEnd(column));
+    if (head.length + 2 > column) return [head, ...wrap(text, ' '.repeat(column))];
+    return wrap(text, ' '.repeat(column), head.padEnd(column));
   });
 }
 
@@ -139,12 +139,12 @@ export function commandHelp(command: CliCommand, program = `temporal-compactor $
   const lines = [
     `usage: ${program} ${command.usage}`,
     '',
-    ...command.description.flatMap((paragraph) => [...wrap(paragraph, HELP_COLUMNS, ''), '']),
+    ...command.description.flatMap((paragraph) => [...wrap(paragraph, ''), '']),
     'Options:',
     ...optionLines({ ...command.options, help: HELP_OPTION }),
     '',
     'Configuration flags (each also an environment variable; `temporal-compactor --help` lists them):',
-    ...wrap(flags.join(', '), HELP_COLUMNS, '  '),
+    ...wrap(flags.join(', '), '  '),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -158,9 +158,7 @@ export function topLevelHelp(commands: readonly CliCommand[]): string {
     '       temporal-compactor <command> --help',
     '',
     'Commands:',
-    ...commands.flatMap((command) =>
-      wrap(command.summary, HELP_COLUMNS, ' '.repeat(width), `  ${command.name}`.padEnd(width)),
-    ),
+    ...commands.flatMap((command) => wrap(command.summary, ' '.repeat(width), `  ${command.name}`.padEnd(width))),
     '',
     'Options:',
     '  -h, --help      print this help and exit',

@@ -31,22 +31,7 @@ import type { CompactConversationInput, compactConversation } from '../workflows
 import { describeFileShape, type ConversationFile } from './conversation-file.js';
 
 /** What one `compact` run did: the engine's result (in the file's message format) and what the report prints. */
-export interface CompactReport extends ReturnType<typeof prepare> {
-  result: AnyCompactionResult;
-  summarizer: string;
-  /** Why the summarizer failed, when that ended in the hard trim: its last request's error. */
-  summarizerFailure: string | undefined;
-  via:
-    | { kind: 'in-process' }
-    | {
-        kind: 'workflow';
-        workflowId: string;
-        runId: string;
-        taskQueue: string;
-        worker: 'in-process' | 'existing';
-        link: string;
-      };
-}
+type CompactReport = Awaited<ReturnType<typeof compactInProcess | typeof compactViaWorkflow>>;
 
 /** The header line of the report's table (tests look for it). */
 export const COMPACT_TABLE_HEADER =
@@ -201,7 +186,7 @@ function prepare(run: CompactRun) {
 }
 
 /** Compacts in this process with the `Compactor` and the configured summarizer. */
-export async function compactInProcess(run: CompactRun): Promise<CompactReport> {
+export async function compactInProcess(run: CompactRun) {
   const prepared = prepare(run);
   const configured = summarizerFromConfig(run.config);
   const { summarizer, failure } = watched(configured.summarizer);
@@ -213,8 +198,10 @@ export async function compactInProcess(run: CompactRun): Promise<CompactReport> 
     : file.messageFormat === 'anthropic'
       ? compactor.compact(anthropicConversationOf(file), { target, format: 'anthropic', onProgress })
       : compactor.compact(file.messages, { target, format: 'ai-sdk', onProgress }));
+  // Why the summarizer failed, when that ended in the hard trim: its last request's error.
   const summarizerFailure = result.fallback ? failure() : undefined;
-  return { ...prepared, result, summarizer: configured.describe, summarizerFailure, via: { kind: 'in-process' } };
+  const via = { kind: 'in-process' } as const;
+  return { ...prepared, result, summarizer: configured.describe, summarizerFailure, via };
 }
 
 /** A live worker's poller: a long poll waits up to a minute; a stopped worker's stay listed for minutes. */
@@ -276,8 +263,7 @@ async function awaitResult(
     const cause = error.cause;
     if (cause instanceof CancelledFailure)
       throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
-    const type =
-      cause instanceof ApplicationFailure && cause.type !== undefined && cause.type !== null ? `${cause.type}: ` : '';
+    const type = cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ` : '';
     throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
       cause: error,
     });
@@ -315,7 +301,7 @@ async function summarizerFailureInHistory(handle: WorkflowHandle): Promise<strin
  * task queue run it; otherwise a worker starts in this process, on a task queue of its own (never
  * picking up anyone else's tasks), with the configured summarizer, until the run is done.
  */
-export async function compactViaWorkflow(run: CompactRun, client: Client): Promise<CompactReport> {
+export async function compactViaWorkflow(run: CompactRun, client: Client) {
   const prepared = prepare(run);
   const { config, file, progress } = run;
   const namespace = client.options.namespace;

@@ -11,9 +11,10 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  writeSync,
+  writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { text as streamText } from 'node:stream/consumers';
 import { InvalidInputError } from '../core/errors.js';
 import { isRecord, validateMessages } from '../core/schema.js';
 import { parseSessionJsonl, replaySession, SESSION_LINE_TYPES } from '../core/agent/session.js';
@@ -152,10 +153,8 @@ function shapeOf(value: unknown): string {
   return `a JSON ${typeof value}`;
 }
 
-export async function readProcessStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks).toString('utf8');
+export function readProcessStdin(): Promise<string> {
+  return streamText(process.stdin);
 }
 
 export async function readConversationFile(
@@ -221,9 +220,7 @@ export function writeFileWhole(
     );
     // The umask took bits off at creation; a replaced file's mode is kept exactly.
     if (kept !== undefined) fchmodSync(descriptor, kept);
-    const bytes = Buffer.from(text, 'utf8');
-    for (let written = 0; written < bytes.length;)
-      written += writeSync(descriptor, bytes, written, bytes.length - written);
+    writeFileSync(descriptor, text, 'utf8');
     fsyncSync(descriptor);
     closeSync(descriptor);
     descriptor = undefined;

@@ -3,6 +3,7 @@
 // connect like the worker: `loadConfig` (environment and flags), then `connectTemporal`.
 import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
+import { z } from 'zod';
 import { ConfigError, configFlagsFromArgs, loadConfig } from '../config.js';
 import { HISTORY_CHANNEL_ARGS } from '../client/session-reader.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
@@ -10,7 +11,7 @@ import { connectTemporal } from '../worker/temporal-connection.js';
 import { payloadStoreMissing } from '../shared/payload-store-missing.js';
 import { InstallError } from '../peer-packages.js';
 import { isMain } from '../worker/is-main.js';
-import { isRecord } from '../core/schema.js';
+import { checkWith } from '../core/schema.js';
 import {
   commandHelp,
   didYouMean,
@@ -59,9 +60,7 @@ export const commands: Readonly<Record<string, CliCommand>> = Object.fromEntries
 /** The package.json two folders up, from src/cli and dist/cli alike. */
 function packageVersion(): string {
   const manifest: unknown = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-  const version = isRecord(manifest) ? manifest.version : undefined;
-  if (typeof version !== 'string') throw new Error('package.json has no version');
-  return version;
+  return checkWith(z.object({ version: z.string() }), manifest, 'package.json').version;
 }
 
 const SHORT_USAGE = 'usage: temporal-compactor <command> [options]   (temporal-compactor --help lists the commands)';

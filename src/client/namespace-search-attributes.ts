@@ -3,6 +3,7 @@
 import type { OperatorService } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import { failureMessage } from '../shared/failures.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../shared/search-attributes.js';
 
 /** The `temporal` CLI's names of the types (`--type Int`, `--search-attribute Name=Int`). */
@@ -67,11 +68,8 @@ export async function addSearchAttributes(
   wanted: Record<string, SearchAttributeType> = COMPACTOR_SEARCH_ATTRIBUTES,
 ): Promise<void> {
   if (missing.length === 0) return;
-  const searchAttributes: Record<string, number> = {};
-  for (const name of missing) {
-    const type = wanted[name];
-    if (type !== undefined) searchAttributes[name] = indexedValueType(type);
-  }
+  const types = Object.entries(wanted).filter(([name]) => missing.includes(name));
+  const searchAttributes = Object.fromEntries(types.map(([name, type]) => [name, indexedValueType(type)]));
   await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
 }
 
@@ -83,19 +81,31 @@ export interface SearchAttributeSetup extends SearchAttributeStatus {
 
 /**
  * Registers what the namespace lacks where the operator API allows it (not on Temporal Cloud, which has
- * its own API). Never throws for a refusal: the caller runs without them and tells the operator once.
+ * its own API). Never throws for a refusal: the caller runs without them, and `warn` tells the operator once.
  */
 export async function ensureSearchAttributesIfAllowed(
   connection: HasOperatorService,
   namespace: string,
-  { register = true }: { register?: boolean } = {},
+  { register, warn }: { register: boolean; warn: (warning: string) => void },
+): Promise<SearchAttributeSetup> {
+  const setup = await registerMissing(connection, namespace, register);
+  const warning = searchAttributeWarning(namespace, setup);
+  if (warning !== undefined) warn(warning);
+  return setup;
+}
+
+async function registerMissing(
+  connection: HasOperatorService,
+  namespace: string,
+  register: boolean,
 ): Promise<SearchAttributeSetup> {
   let status: SearchAttributeStatus;
   try {
     status = await searchAttributeStatus(connection, namespace);
   } catch (error) {
     const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
-    return { present: [], missing, conflicting: [], registered: [], error: `listing them failed: ${messageOf(error)}` };
+    const reason = `listing them failed: ${failureMessage(error)}`;
+    return { present: [], missing, conflicting: [], registered: [], error: reason };
   }
   const { present, missing, conflicting } = status;
   if (missing.length === 0) return { ...status, registered: [], error: undefined };
@@ -104,12 +114,12 @@ export async function ensureSearchAttributesIfAllowed(
     await addSearchAttributes(connection, namespace, missing);
     return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
   } catch (error) {
-    return { ...status, registered: [], error: messageOf(error) };
+    return { ...status, registered: [], error: failureMessage(error) };
   }
 }
 
 /** What is not usable, why, and the command that fixes it. */
-export function searchAttributeWarning(
+function searchAttributeWarning(
   namespace: string,
   setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>,
 ): string | undefined {
@@ -128,8 +138,4 @@ export function searchAttributeWarning(
     )
     .join(' && ');
   return `WARNING: namespace "${namespace}" search attributes ${parts.join('; ')}. Agent runs go on without them (no filtering by CompactionCount, ContextTokens, CompactionFallbacks, ContextExhausted, CompactionPending)${commands === '' ? '' : `; to add them: ${commands}`}`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -42,12 +42,11 @@ function isBatch(value: unknown): value is SessionBatch {
 export async function chainRunIds(client: Client, workflowId: string, runId: string): Promise<string[]> {
   const runs = [runId];
   for (;;) {
-    const page: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse =
-      await client.workflowService.getWorkflowExecutionHistory({
-        namespace: client.options.namespace,
-        execution: { workflowId, runId: runs[0] },
-        maximumPageSize: 1,
-      });
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId: runs[0] },
+      maximumPageSize: 1,
+    });
     const previous = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
     if (previous === undefined || previous === null || previous === '') return runs;
     if (runs.includes(previous))

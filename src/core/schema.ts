@@ -194,14 +194,11 @@ function assertContent(content: unknown, index: number): void {
 /** Returns the caller's own objects: a zod parse would copy and reorder keys, and the recent window comes back byte for byte. */
 export function validateMessages(messages: unknown, field = 'messages'): ChatMessage[] {
   if (!Array.isArray(messages)) throw new InvalidInputError(field, 'must be an array of chat messages');
-  const valid = new Array<ChatMessage>(messages.length);
-  for (let index = 0; index < messages.length; index += 1) {
-    const value: unknown = messages[index];
+  // A tool-call id reused by a later turn is unusual but well-formed: a result answers the latest turn that asked.
+  return Array.from(messages, (value: unknown, index) => {
     assertMessage(value, index);
-    // A tool-call id reused by a later turn is unusual but well-formed: a result answers the latest turn that asked.
-    valid[index] = value;
-  }
-  return valid;
+    return value;
+  });
 }
 
 /** Sticky messages stay exactly where they are through every compaction. */

@@ -40,12 +40,6 @@ const DEADLINE_ERRORS: ReadonlySet<string> = new Set(['CompletionDeadlineError',
 /** A count above this is not believed (no window is that large); the answer still counts as an overflow. */
 const MAX_TOKEN_COUNT = 1_000_000_000;
 
-/** What one error says: the provider's error object (`APIError.error`, a body's `error`, or a top-level error body). */
-interface ErrorFacts {
-  detail: Record<string, unknown> | undefined;
-  message: string;
-}
-
 /** A token count as sent (a non-negative safe integer, or its decimal digits), else undefined. */
 function count(value: unknown): number | undefined {
   const parsed = typeof value === 'string' && /^\d{1,12}$/.test(value) ? Number(value) : value;
@@ -59,19 +53,16 @@ function windowOf(value: unknown): number | undefined {
   return parsed === undefined || parsed === 0 ? undefined : parsed;
 }
 
-/** Of openai-node's `APIError`, a caller's `{ status, body }`, or anything with a `message`. */
-function factsOf(error: Record<string, unknown>): ErrorFacts {
+/**
+ * What one error says: its `detail`, the provider's error object (`APIError.error`, a body's `error`, or
+ * a top-level error body), and its message; of openai-node's `APIError`, a caller's `{ status, body }`,
+ * or anything with a `message`.
+ */
+function factsOf(error: Record<string, unknown>) {
   const body = isRecord(error['body']) ? error['body'] : undefined;
   const given = error['error'] ?? body?.['error'] ?? (body?.['object'] === 'error' ? body : undefined);
   const detail = isRecord(given) ? given : undefined;
-  const message =
-    typeof detail?.['message'] === 'string'
-      ? detail['message']
-      : typeof given === 'string'
-        ? given
-        : typeof error['message'] === 'string'
-          ? error['message']
-          : '';
+  const message = [detail?.['message'], given, error['message']].find((text) => typeof text === 'string') ?? '';
   return { detail, message: message.slice(0, MAX_MESSAGE_CHARS) };
 }
 
@@ -108,7 +99,7 @@ const OLLAMA_MESSAGE =
 const ANTHROPIC_MESSAGE = /prompt is too long: (\d{1,12}) tokens > (\d{1,12}) maximum/i;
 
 /** Reads one error (no `cause`); undefined when it is not a context overflow. */
-function recognize({ detail, message }: ErrorFacts): ContextOverflow | undefined {
+function recognize({ detail, message }: ReturnType<typeof factsOf>): ContextOverflow | undefined {
   const type = detail?.['type'];
   const code = detail?.['code'];
 

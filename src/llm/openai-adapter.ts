@@ -173,12 +173,8 @@ export function parseRetryAfter(headers: HeaderBag | null | undefined, now: numb
 
 function headerValue(headers: HeaderBag, name: string): string | undefined {
   if (headers instanceof Headers) return headers.get(name) ?? undefined;
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== name) continue;
-    if (typeof value === 'string') return value;
-    if (Array.isArray(value)) return value.find((item): item is string => typeof item === 'string');
-  }
-  return undefined;
+  const named = Object.entries(headers).flatMap(([key, value]) => (key.toLowerCase() === name ? [value].flat() : []));
+  return named.find((value) => typeof value === 'string');
 }
 
 function parseNonNegativeNumber(text: string | undefined): number | undefined {
@@ -202,15 +198,13 @@ export interface ProviderFault {
 /** An error's message, and its deepest cause's when that says more ("connect ECONNREFUSED …"). */
 export function withRootCause(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  let root: unknown = error;
-  const seen = new Set<unknown>();
-  while (root instanceof Error && root.cause instanceof Error && !seen.has(root.cause)) {
-    seen.add(root);
+  let root = error;
+  const seen = new Set([error]);
+  while (root.cause instanceof Error && !seen.has(root.cause)) {
     root = root.cause;
+    seen.add(root);
   }
-  return root instanceof Error && root !== error && !error.message.includes(root.message)
-    ? `${error.message} (${root.message})`
-    : error.message;
+  return root !== error && !error.message.includes(root.message) ? `${error.message} (${root.message})` : error.message;
 }
 
 /** Says what a request to `endpoint` (the client's base URL; redacted here) ran into. */

@@ -28,14 +28,8 @@ import { CompressionChain } from './compression-chain.js';
 import type { Keyring } from './keyring.js';
 import { BACKEND_CALLS_AT_ONCE, Limiter } from './limiter.js';
 import type { ObjectBackend } from './object-backend.js';
-import {
-  MAX_INLINE_BYTES,
-  MAX_STORED_PAYLOAD_BYTES,
-  objectKey,
-  parseManifest,
-  type ObjectKind,
-} from './object-format.js';
-import { ObjectReader, type InspectedObject } from './object-reader.js';
+import { MAX_INLINE_BYTES, MAX_STORED_PAYLOAD_BYTES, objectKey, parseManifest } from './object-format.js';
+import { ObjectReader } from './object-reader.js';
 import { ObjectWriter, type WriteCounters } from './object-writer.js';
 import { readPayload } from './payload-reader.js';
 import { SliceIndex, type ReadSegment } from './slice-index.js';
@@ -93,13 +87,14 @@ export class ChunkStoreDriver implements StorageDriver {
   readonly type = CHUNK_STORE_DRIVER_TYPE;
   readonly backend: ObjectBackend;
   readonly keyring: Keyring | undefined;
+  /** Reads stored objects; gc asks it what each one needs (`inspect`). */
+  readonly reader: ObjectReader;
   readonly stats: ChunkStoreStats = {
     written: { chunk: perKind(), node: perKind(), manifest: perKind() },
     reused: { chunk: 0, node: 0, manifest: 0 },
     fetched: { objects: 0, bytes: 0 },
   };
   private readonly slices: SliceIndex;
-  private readonly reader: ObjectReader;
   private readonly writer: ObjectWriter;
   private readonly planner: WritePlanner;
 
@@ -158,11 +153,6 @@ export class ChunkStoreDriver implements StorageDriver {
     const { manifestId, keyId } = readClaim(claim.claimData);
     const plaintext = await this.reader.read('manifest', manifestId, keyId, signal);
     return parseManifest(plaintext, objectKey('manifest', manifestId)).size;
-  }
-
-  /** What a stored object needs, read with whichever configured key sealed it (ObjectReader.inspect). */
-  inspect(kind: ObjectKind, id: string): Promise<InspectedObject> {
-    return this.reader.inspect(kind, id);
   }
 
   private async storeOne(

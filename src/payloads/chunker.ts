@@ -75,14 +75,8 @@ interface ElementEnd {
   gear: number;
 }
 
-interface JsonShape {
-  /** Ends of array elements that are objects or arrays, ascending. */
-  ends: ElementEnd[];
-  /** Where objects of `soloElement` bytes or more begin and end (the byte after their closing brace). */
-  soloCuts: number[];
-}
-
-function jsonShape(data: Uint8Array, soloElement: number): JsonShape {
+/** Where array elements that are objects or arrays end, and objects of `soloElement` bytes or more begin and end. */
+function jsonShape(data: Uint8Array, soloElement: number): { ends: ElementEnd[]; soloCuts: number[] } {
   const ends: ElementEnd[] = [];
   const soloCuts: number[] = [];
   const stack: OpenContainer[] = [];
@@ -107,10 +101,8 @@ function jsonShape(data: Uint8Array, soloElement: number): JsonShape {
         stack.push({ isArray: byte === OPEN_BRACKET, start: index, elementStart: -1, previous: -1 });
     } else if ((byte === CLOSE_BRACE || byte === CLOSE_BRACKET) && stack.length > 0) {
       const closed = stack.pop();
-      if (closed !== undefined && closed.isArray && closed.previous >= 0) {
-        const lastEnd = ends[closed.previous];
-        if (lastEnd !== undefined) lastEnd.last = true;
-      }
+      const lastEnd = closed?.isArray === true ? ends[closed.previous] : undefined;
+      if (lastEnd !== undefined) lastEnd.last = true;
       if (closed !== undefined && !closed.isArray && index + 1 - closed.start >= soloElement)
         soloCuts.push(closed.start, index + 1);
       const parent = stack[stack.length - 1];
@@ -126,7 +118,8 @@ function jsonShape(data: Uint8Array, soloElement: number): JsonShape {
   return { ends, soloCuts };
 }
 
-function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerLimits, into: number[]): void {
+function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerLimits): number[] {
+  const cuts: number[] = [];
   const mask = limits.hashBits >= 32 ? 0xffffffff : ~(0xffffffff >>> limits.hashBits) >>> 0;
   let chunkStart = start;
   while (end - chunkStart > limits.maxChunk) {
@@ -141,10 +134,11 @@ function hashCuts(data: Uint8Array, start: number, end: number, limits: ChunkerL
         break;
       }
     }
-    into.push(cut);
+    cuts.push(cut);
     chunkStart = cut;
   }
-  into.push(end);
+  cuts.push(end);
+  return cuts;
 }
 
 /** The end offsets of the chunks of `data`, ascending (the last is `data.length`). Deterministic. */
@@ -173,11 +167,5 @@ export function chunkBoundaries(data: Uint8Array, limits: ChunkerLimits = DEFAUL
   }
   while (solo < soloCuts.length) cutAt(soloCuts[solo++] ?? 0);
   if (start < data.length) structural.push(data.length);
-  const cuts: number[] = [];
-  let previous = 0;
-  for (const end of structural) {
-    hashCuts(data, previous, end, limits, cuts);
-    previous = end;
-  }
-  return cuts;
+  return structural.flatMap((end, index) => hashCuts(data, structural[index - 1] ?? 0, end, limits));
 }

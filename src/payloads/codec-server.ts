@@ -183,20 +183,16 @@ function readBody(request: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
-    let over = false;
     request.on('data', (part: Buffer) => {
-      if (over) return;
       size += part.length;
-      if (size <= limit) {
-        parts.push(part);
-        return;
+      if (size <= limit) parts.push(part);
+      else if (size - part.length <= limit) {
+        parts.length = 0;
+        reject(tooLarge(`the body is over ${limit} bytes`));
       }
-      over = true;
-      parts.length = 0;
-      reject(tooLarge(`the body is over ${limit} bytes`));
     });
     request.on('end', () => {
-      if (!over) resolve(Buffer.concat(parts).toString('utf8'));
+      if (size <= limit) resolve(Buffer.concat(parts).toString('utf8'));
     });
     request.on('error', reject);
   });

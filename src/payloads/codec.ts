@@ -156,10 +156,7 @@ export class CompactorCodec implements PayloadCodec {
     };
     if (!forUi) return encoded;
     // The mark outside the ciphertext (a routing hint for the store, not authenticated: it steers no decoding).
-    const marked: Payload = {
-      ...encoded,
-      metadata: { ...encoded.metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') },
-    };
+    const marked: Payload = { data, metadata: { ...encoded.metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') } };
     return isUiPayload(marked) ? marked : encoded;
   }
 

@@ -118,10 +118,7 @@ export class FileBackend implements SweepableBackend {
       }
       for await (const entry of entries) {
         const path = join(directory, entry.name);
-        if (entry.isDirectory()) {
-          pending.push(path);
-          continue;
-        }
+        if (entry.isDirectory()) pending.push(path);
         if (!entry.isFile()) continue;
         const key = relative(this.directory, path).split(sep).join('/');
         if (!key.startsWith(prefix)) continue;

@@ -120,10 +120,8 @@ interface Candidate {
   kind: SweptKind;
   id: string | undefined;
   bytes: number;
-  /** What it lists (undefined: not read yet, or unreadable). */
+  /** What it lists, once read; left unread (gone since the listing, or unreadable: kept), it is not removed. */
   inspected?: InspectedObject;
-  /** Not to remove: removed by someone else since the listing, or unreadable (then kept). */
-  skip?: boolean;
 }
 
 /**
@@ -136,10 +134,7 @@ function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
   for (const candidate of candidates)
     for (const child of candidate.inspected?.children ?? []) {
       const key = objectKey(child.kind, child.id);
-      if (!keys.has(key) || key === candidate.key) continue;
-      const parents = listedBy.get(key) ?? [];
-      parents.push(candidate.key);
-      listedBy.set(key, parents);
+      if (keys.has(key) && key !== candidate.key) listedBy.set(key, [...(listedBy.get(key) ?? []), candidate.key]);
     }
   const levels = new Map<string, number>();
   const levelOf = (key: string): number => {
@@ -173,12 +168,13 @@ export async function collectGarbage({
       `the payload store ${backend.description} cannot be listed, so it cannot be collected`,
     );
   const cutoffMs = now() - graceMs;
+  const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
   const report: GarbageReport = {
     store: backend.description,
     dryRun,
     graceMs,
     cutoffMs,
-    claimedManifests: 0,
+    claimedManifests: claimed.size,
     youngManifests: 0,
     youngNodes: 0,
     youngChunks: 0,
@@ -201,7 +197,7 @@ export async function collectGarbage({
    */
   const inspect = async (kind: ObjectKind, id: string, stopped: string): Promise<Inspected> => {
     try {
-      return await driver.inspect(kind, id);
+      return await driver.reader.inspect(kind, id);
     } catch (error) {
       if (error instanceof ChunkMissingError) return error;
       if (!(error instanceof PayloadKeyMissingError || error instanceof ChunkIntegrityError))
@@ -216,8 +212,6 @@ export async function collectGarbage({
     }
   };
 
-  const claimed = new Set([...claimedManifests].filter((id) => /^[0-9a-f]{64}$/.test(id)));
-  report.claimedManifests = claimed.size;
   const marked = new Set<string>();
   const queue: Array<{ kind: ObjectKind; id: string }> = [];
   const mark = (kind: ObjectKind, id: string): void => {
@@ -229,19 +223,17 @@ export async function collectGarbage({
   claimed.forEach((id) => mark('manifest', id));
   const youngOnly = new Set<string>();
   let listed = 0;
-  for (const prefix of ['v1/manifests/', 'v1/nodes/', 'v1/chunks/']) {
-    for await (const object of backend.list(prefix)) {
-      listed += 1;
-      progress(
-        () =>
-          `gc: listing objects: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes + report.youngChunks)} younger than the grace period`,
-      );
-      const parsed = parseObjectKey(object.key);
-      if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
-      report[YOUNG[parsed.kind]] += 1;
-      if (!marked.has(object.key)) youngOnly.add(object.key);
-      mark(parsed.kind, parsed.id);
-    }
+  for await (const object of backend.list('v1/')) {
+    listed += 1;
+    progress(
+      () =>
+        `gc: listing objects: ${count(listed)} so far, ${count(report.youngManifests + report.youngNodes + report.youngChunks)} younger than the grace period`,
+    );
+    const parsed = parseObjectKey(object.key);
+    if (parsed === undefined || object.modifiedMs < cutoffMs) continue;
+    report[YOUNG[parsed.kind]] += 1;
+    if (!marked.has(object.key)) youngOnly.add(object.key);
+    mark(parsed.kind, parsed.id);
   }
   progress(
     () =>
@@ -293,28 +285,24 @@ export async function collectGarbage({
     const inspected = await inspect(candidate.kind, candidate.id, `reading ${candidate.key} stopped the sweep`);
     // Gone ones need nothing; unreadable ones are kept, whatever they are.
     if (inspected === 'unreadable') addTo(report.unreadable[candidate.kind], candidate.bytes);
-    if (inspected instanceof ChunkMissingError || inspected === 'unreadable') candidate.skip = true;
-    else candidate.inspected = inspected;
+    else if (!(inspected instanceof ChunkMissingError)) candidate.inspected = inspected;
     read += 1;
     progress(() => `gc: sweeping: read ${count(read)} of ${count(toRead.length)} unreachable objects`);
   });
 
   const protectedKeys = new Set<string>();
-  const removable = candidates.filter((candidate) => candidate.skip !== true);
+  const removable = candidates.filter(({ kind, inspected }) => kind === 'temporary' || inspected !== undefined);
   // Temporaries first, then every object before the objects it lists.
   const levels = removalLevels(removable);
   const orderOf = (candidate: Candidate): number =>
     candidate.kind === 'temporary' ? -1 : (levels.get(candidate.key) ?? 0);
   let done = 0;
   const remove = async (candidate: Candidate): Promise<void> => {
-    const keep = (): void => {
-      addTo(report.renewed[candidate.kind], candidate.bytes);
+    const removed =
+      !protectedKeys.has(candidate.key) && (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)));
+    addTo((removed ? report.deleted : report.renewed)[candidate.kind], candidate.bytes);
+    if (!removed)
       for (const child of candidate.inspected?.children ?? []) protectedKeys.add(objectKey(child.kind, child.id));
-    };
-    if (protectedKeys.has(candidate.key)) keep();
-    else if (dryRun || (await backend.removeIfOlder(candidate.key, cutoffMs)))
-      addTo(report.deleted[candidate.kind], candidate.bytes);
-    else keep();
     done += 1;
     progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(removable.length)} objects`);
   };
@@ -327,11 +315,8 @@ export async function collectGarbage({
   for (const order of [...byOrder.keys()].sort((a, b) => a - b))
     await drain(byOrder.get(order) ?? [], CONCURRENCY, remove);
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
-  if (backend.settleQuarantine !== undefined) {
-    const settled = await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun);
-    report.restored = settled.restored;
-    report.purged = settled.purged;
-  }
+  if (backend.settleQuarantine !== undefined)
+    Object.assign(report, await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun));
   progress(
     () =>
       `gc: ${dryRun ? 'dry run done: would remove' : 'done: removed'} ${count(totalOf(report.deleted).objects)} objects`,

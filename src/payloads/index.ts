@@ -70,15 +70,12 @@ export function payloadConverterFromConfig(
       ? 'no encryption'
       : `AES-256-GCM (key id ${keyring.current.id}${keyring.byId.size > 1 ? `, ${keyring.byId.size - 1} retired key${keyring.byId.size > 2 ? 's' : ''} for decoding` : ''})`;
   if (backend === undefined) {
-    if (keyring === undefined)
-      return described(
-        { dataConverter: {}, codec: undefined, driver: undefined, store },
-        'payloads inline (no store, no codec)',
-      );
-    const codec = new CompactorCodec({ keyring });
+    const codec = keyring === undefined ? undefined : new CompactorCodec({ keyring });
     return described(
-      { dataConverter: { payloadCodecs: [codec] }, codec, driver: undefined, store },
-      `payloads inline (no store), codec deflate + ${encryption}`,
+      { dataConverter: codec === undefined ? {} : { payloadCodecs: [codec] }, codec, driver: undefined, store },
+      codec === undefined
+        ? 'payloads inline (no store, no codec)'
+        : `payloads inline (no store), codec deflate + ${encryption}`,
     );
   }
   // A claim the SDK cannot encode fails every workflow task that stores a payload: refuse at start instead.

@@ -121,9 +121,7 @@ export function keyringFromSettings(settings: {
   return { current, byId };
 }
 
-/** A keyring from keys already built (tests, embedding apps): the first encrypts. */
+/** A keyring from keys already built (tests, embedding apps): the first encrypts, and the first of an id counts. */
 export function keyringOf(current: CodecKey, ...older: CodecKey[]): Keyring {
-  const byId = new Map<string, CodecKey>();
-  for (const key of [current, ...older]) if (!byId.has(key.id)) byId.set(key.id, key);
-  return { current, byId };
+  return { current, byId: new Map([current, ...older].reverse().map((key) => [key.id, key])) };
 }

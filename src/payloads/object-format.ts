@@ -6,7 +6,8 @@
 import { MAX_STORED_PAYLOAD_BYTES } from '../core/limits/payload-size.js';
 import { ChunkIntegrityError } from './errors.js';
 
-export type ObjectKind = 'chunk' | 'node' | 'manifest';
+const OBJECT_KINDS = ['chunk', 'node', 'manifest'] as const;
+export type ObjectKind = (typeof OBJECT_KINDS)[number];
 
 const ID_BYTES = 32;
 const MANIFEST_MAGIC = [0x63, 0x74, 0x6d, 0x01];
@@ -37,11 +38,9 @@ export function objectKey(kind: ObjectKind, id: string): string {
 
 /** The id of an object key `v1/<kind>s/xx/yy/<id>`, with its kind; undefined for other keys (temporary files). */
 export function parseObjectKey(key: string): { kind: ObjectKind; id: string } | undefined {
-  const match = /^v1\/(chunk|node|manifest)s\/([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/.exec(key);
-  if (match === null) return undefined;
-  const [, kind, first, second, id = ''] = match;
-  if (kind !== 'chunk' && kind !== 'node' && kind !== 'manifest') return undefined;
-  return id.startsWith(`${first}${second}`) ? { kind, id } : undefined;
+  const kind = OBJECT_KINDS.find((name) => key.startsWith(`v1/${name}s/`));
+  const id = key.slice(-64);
+  return kind !== undefined && /^[0-9a-f]{64}$/.test(id) && objectKey(kind, id) === key ? { kind, id } : undefined;
 }
 
 /** Whether a node whose children so far are `childCount`, the last one `lastChildId`, ends here. */

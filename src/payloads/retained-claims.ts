@@ -63,9 +63,9 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
   const progress = throttled(onProgress);
   const line = (done: boolean) => (): string =>
     `gc: ${done ? 'read the histories of' : 'reading histories:'} ${count(result.runs)} run${result.runs === 1 ? '' : 's'}, ${count(result.claims)} claims to ${count(result.manifests.size)} manifests`;
-  const merge = (found: readonly string[]): void => {
-    result.claims += found.length;
-    for (const manifest of found) result.manifests.add(manifest);
+  const add = (manifest: string): void => {
+    result.claims += 1;
+    result.manifests.add(manifest);
   };
   const readRun = async (client: Client, workflowId: string, runId: string): Promise<void> => {
     // Merged only once the whole history is read: a run deleted halfway has nothing left to keep.
@@ -81,7 +81,7 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
       throw error;
     }
     result.runs += 1;
-    merge(found);
+    found.forEach(add);
     progress(line(false));
   };
   const readSchedules = async (client: Client): Promise<void> => {
@@ -101,10 +101,8 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
             { cause: error },
           );
         }
-        const found: string[] = [];
-        claimedManifestsIn(described, (manifest) => found.push(manifest));
+        claimedManifestsIn(described, add);
         result.schedules += 1;
-        merge(found);
       }
       nextPageToken =
         page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;

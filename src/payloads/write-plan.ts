@@ -116,8 +116,7 @@ export class WritePlanner {
     // A manifest on a base, or a fresh payload's, holds all its new bytes itself: no pack.
     const flat = base === undefined && !extendsBest && slices.length <= FLAT_ENTRIES;
     const inline = base !== undefined || flat;
-    const packing = await this.packedLeaves(data, signal, inline, slices);
-    const { leaves } = packing;
+    const { leaves, pack, settle: settlePack } = await this.packedLeaves(data, signal, inline, slices);
     const planned =
       base === undefined
         ? this.fullManifest(data, metadata, leaves, !flat)
@@ -128,12 +127,12 @@ export class WritePlanner {
             leaves.slice(base.shared),
           );
     // A manifest on a base lists what follows the prefix: the pack may hold only slices it does not list.
-    const listed = base === undefined || planned.object.children.some((child) => child === packing.pack);
-    this.bindToChain(planned.object, listed ? packing.pack : undefined);
+    const listed = base === undefined || planned.object.children.some((child) => child === pack);
+    this.bindToChain(planned.object, listed ? pack : undefined);
     return {
       manifest: planned.object,
       settle: () => {
-        packing.settle();
+        settlePack();
         if (inline) this.indexInline(planned, data.length);
         this.remember(planned, leaves, data.length);
       },
@@ -178,19 +177,12 @@ export class WritePlanner {
       }
       return { offset };
     });
-    const packPlaintext = Buffer.concat(parts);
     // Deflated against the last object stored under the key, which its id binds.
     const context = parts.length === 0 ? undefined : this.chain.contextFor(key?.id);
+    const plaintext = Buffer.concat(parts);
+    const id = contextualId(plaintext, context, key);
     const pack: PlannedObject | undefined =
-      parts.length === 0
-        ? undefined
-        : {
-            kind: 'chunk',
-            id: contextualId(packPlaintext, context, key),
-            plaintext: packPlaintext,
-            children: [],
-            context,
-          };
+      parts.length === 0 ? undefined : { kind: 'chunk', id, plaintext, children: [], context };
     // Made as the slices name them, not from `reused`: while `stillStored` was awaited another
     // payload's plan may have placed a slice in a holder this one did not check.
     const existing = new Map<string, PlannedObject>();

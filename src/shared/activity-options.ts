@@ -103,13 +103,6 @@ const SUMMARIZE_START_TO_CLOSE_MS = 5 * 60_000;
 /** A crashed worker's call is retried within seconds (docs/design.md#summarize-activity). */
 const SUMMARIZE_HEARTBEAT_MS = 10_000;
 
-function positiveDuration(value: Duration | undefined, field: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const ms = parseDuration(value, field);
-  if (ms <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
-  return ms;
-}
-
 /** A setting that, when set, is a non-empty string. */
 export function optionalString(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
@@ -124,15 +117,16 @@ export function summarizeActivityOptions(
   field: string,
 ): ActivityOptions {
   const queue = optionalString(taskQueue, `${field}.taskQueue`);
+  const positive = (value: Duration | undefined, key: string, fallback: number): number => {
+    const ms = value === undefined ? fallback : parseDuration(value, `${field}.${key}`);
+    if (ms > 0) return ms;
+    throw new InvalidInputError(`${field}.${key}`, `must be longer than zero, got ${JSON.stringify(value)}`);
+  };
   // Temporal reads a zero interval as "unset" (1 s): keep a zero backoff at the smallest real one.
   const initialInterval = Math.min(Math.max(1, resolved.retryBackoffMs), MAX_RETRY_BACKOFF_MS);
   return {
-    startToCloseTimeout: positiveDuration(
-      startToCloseTimeout,
-      `${field}.startToCloseTimeout`,
-      SUMMARIZE_START_TO_CLOSE_MS,
-    ),
-    heartbeatTimeout: positiveDuration(heartbeatTimeout, `${field}.heartbeatTimeout`, SUMMARIZE_HEARTBEAT_MS),
+    startToCloseTimeout: positive(startToCloseTimeout, 'startToCloseTimeout', SUMMARIZE_START_TO_CLOSE_MS),
+    heartbeatTimeout: positive(heartbeatTimeout, 'heartbeatTimeout', SUMMARIZE_HEARTBEAT_MS),
     retry: {
       maximumAttempts: resolved.maxAttempts,
       initialInterval,

@@ -14,19 +14,15 @@ export interface InvalidInputDetails {
 }
 
 /** A failure Temporal never retries; `details` become its `details[0]`. */
-export const nonRetryableFailure = (
+export function nonRetryableFailure(
   type: string,
   message: string,
   details?: unknown,
   cause?: Error,
-): ApplicationFailure =>
-  ApplicationFailure.create({
-    type,
-    message,
-    nonRetryable: true,
-    details: details === undefined ? undefined : [details],
-    cause,
-  });
+): ApplicationFailure {
+  const detailList = details === undefined ? undefined : [details];
+  return ApplicationFailure.create({ type, message, nonRetryable: true, details: detailList, cause });
+}
 
 export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
   const details: InvalidInputDetails = { field: error.field, reason: error.reason };

@@ -77,15 +77,10 @@ function summaryFrom(responseBody: unknown): SummarizeResponse {
 /** HTTP 400-404 rejected, the rest transient. */
 function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
   if (error instanceof SummarizerError) return error;
-  const fault = describeProviderError(error, endpoint);
-  const http = fault.kind === 'http';
-  return new SummarizerError(
-    `summarizer: ${fault.message}`,
-    fault.rejected ? 'rejected' : 'transient',
-    http ? fault.status : undefined,
-    http ? fault.retryAfterMs : undefined,
-    { cause: error },
-  );
+  // Only an HTTP answer has a status and a Retry-After.
+  const { message, rejected, status, retryAfterMs } = describeProviderError(error, endpoint);
+  const kind = rejected ? 'rejected' : 'transient';
+  return new SummarizerError(`summarizer: ${message}`, kind, status, retryAfterMs, { cause: error });
 }
 
 /** What the caller gave, else OPENAI_BASE_URL and OPENAI_API_KEY (read here, at the edge). */

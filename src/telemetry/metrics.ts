@@ -35,21 +35,14 @@ export function installTelemetryRuntime({
   logger,
   shutdownSignals,
 }: TelemetryRuntimeOptions): Runtime {
-  const metrics =
-    prometheusAddress === undefined
-      ? undefined
-      : {
-          prometheus: {
-            bindAddress: prometheusAddress,
-            // Keyed by the plain name: the SDK's `temporal_` prefix is for its own metrics only, ours keep their names.
-            histogramBucketOverrides: { [CompactionMetric.SummarizerLatency]: SUMMARIZER_LATENCY_BUCKETS_MS },
-          },
-        };
+  // Keyed by the plain name: the SDK's `temporal_` prefix is for its own metrics only, ours keep their names.
+  const histogramBucketOverrides = { [CompactionMetric.SummarizerLatency]: SUMMARIZER_LATENCY_BUCKETS_MS };
+  const prometheus = (bindAddress: string) => ({ prometheus: { bindAddress, histogramBucketOverrides } });
   try {
     return Runtime.install({
       ...(logger === undefined ? {} : { logger }),
       ...(shutdownSignals === undefined ? {} : { shutdownSignals }),
-      ...(metrics === undefined ? {} : { telemetryOptions: { metrics } }),
+      ...(prometheusAddress === undefined ? {} : { telemetryOptions: { metrics: prometheus(prometheusAddress) } }),
     });
   } catch (error) {
     if (prometheusAddress !== undefined) throw new RuntimeAlreadyInstalledError({ cause: error });
@@ -90,13 +83,8 @@ export function activityMetricsInterceptor(activityTypes: ReadonlySet<string>): 
           } catch (error) {
             if (!(error instanceof CancelledFailure) && !ctx.cancellationSignal.aborted) {
               const type = failureType(error);
-              meter
-                .createCounter(
-                  CompactionMetric.ActivityFailures,
-                  'attempts',
-                  'Failed attempts of our activities, by failure type',
-                )
-                .add(1, { type });
+              const description = 'Failed attempts of our activities, by failure type';
+              meter.createCounter(CompactionMetric.ActivityFailures, 'attempts', description).add(1, { type });
               latency(type);
             }
             throw error;

@@ -9,11 +9,7 @@ import type { DataConverter } from '@temporalio/common';
 import { CHAT_SERVER_KEYS, compactorPlugin, type CompactorPlugin, type PluginRegistration } from './plugin.js';
 import { compactorWorkflowsPath } from './workflow-bundling.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
-import {
-  ensureSearchAttributesIfAllowed,
-  searchAttributeWarning,
-  type SearchAttributeSetup,
-} from '../client/namespace-search-attributes.js';
+import { ensureSearchAttributesIfAllowed, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
 import {
   ConfigError,
   DEFAULT_SHUTDOWN_GRACE_MS,
@@ -210,9 +206,8 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   if (mode !== 'activities') {
     searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, {
       register: config.registerSearchAttributes !== false,
+      warn: (warning) => warn(`temporal-compactor worker: ${warning}`),
     });
-    const warning = searchAttributeWarning(namespace, searchAttributes);
-    if (warning !== undefined) warn(`temporal-compactor worker: ${warning}`);
   }
   const common = {
     connection,
@@ -266,14 +261,11 @@ export async function runWorker(
   const tracing = createTracing(config.tracing ?? 'off', env);
   const { describeSummarizer: _summarizer, prometheusAddress: _metrics, ...workerConfig } = config;
   // Each worker's start line is the plugin's, as on any user's worker; the command adds what only it knows.
-  const more = [
-    config.prometheusAddress === undefined ? undefined : `metrics: http://${config.prometheusAddress}/metrics`,
-    'stop with Ctrl-C',
-  ].filter((part) => part !== undefined);
+  const metrics = config.prometheusAddress === undefined ? '' : `; metrics: http://${config.prometheusAddress}/metrics`;
   const { run } = await createWorker({
     ...workerConfig,
     tracing: tracing ?? 'off',
-    log: (line) => console.error(`${line}; ${more.join('; ')}`),
+    log: (line) => console.error(`${line}${metrics}; stop with Ctrl-C`),
   });
   await run();
   console.error('temporal-compactor worker: stopped');

@@ -18,11 +18,7 @@ import { summarizerFromConfig } from './summarizer-from-config.js';
 import type { Summarizer } from '../core/types.js';
 import { assertKnownKeys, keysOf } from '../core/unknown-keys.js';
 import { payloadConverterFromConfig } from '../payloads/index.js';
-import {
-  ensureSearchAttributesIfAllowed,
-  searchAttributeWarning,
-  type SearchAttributeSetup,
-} from '../client/namespace-search-attributes.js';
+import { ensureSearchAttributesIfAllowed, type SearchAttributeSetup } from '../client/namespace-search-attributes.js';
 import { activityMetricsInterceptor } from '../telemetry/metrics.js';
 import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOption } from '../telemetry/tracing.js';
 import { workerStartLine, type WorkerStart } from './start-line.js';
@@ -182,7 +178,8 @@ export class CompactorPlugin extends SimplePlugin {
     // After our workflows are set: the tracing plugin adds its workflow interceptors only to a worker that bundles.
     const withTracing = this.tracing === undefined ? configured : this.tracing.plugin.configureWorker(configured);
     // A prebuilt bundle's code is read once, as bytes: decoded only for the tracing check (start-up time).
-    const code = withTracing.workflowBundle === undefined ? undefined : bundleCode(withTracing.workflowBundle);
+    const bundle = withTracing.workflowBundle;
+    const code = bundle === undefined ? undefined : 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
     if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString())) {
       throw new Error(
@@ -236,10 +233,11 @@ export class CompactorPlugin extends SimplePlugin {
       !this.checked.has(namespace)
     ) {
       this.checked.add(namespace);
-      const setup = await ensureSearchAttributesIfAllowed(connection, namespace, { register: mode === 'register' });
+      const setup = await ensureSearchAttributesIfAllowed(connection, namespace, {
+        register: mode === 'register',
+        warn: (warning) => (this.pluginOptions.warn ?? console.error)(`temporal-compactor: ${warning}`),
+      });
       this.pluginOptions.onSearchAttributes?.(setup);
-      const warning = searchAttributeWarning(namespace, setup);
-      if (warning !== undefined) (this.pluginOptions.warn ?? console.error)(`temporal-compactor: ${warning}`);
     }
     const queues = [{ taskQueue: worker.options.taskQueue, runs: this.registration }];
     (this.pluginOptions.log ?? console.error)(workerStartLine({ ...this.uses, queues }));
@@ -249,10 +247,6 @@ export class CompactorPlugin extends SimplePlugin {
       await this.flushTracing();
     }
   }
-}
-
-function bundleCode(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | Buffer {
-  return 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
 }
 
 /** 12 hex digits of the bundle's SHA-256: history records a build id in several events a round; the SDK's is 90 bytes. */

@@ -38,13 +38,6 @@ export interface CompactionMiddleware {
   }): Promise<Params>;
 }
 
-/** A prompt prefix compacted before (its length and digest), and what it became. */
-interface Remembered {
-  length: number;
-  digest: string;
-  replacement: readonly unknown[];
-}
-
 const MIDDLEWARE_OPTION_KEYS: readonly string[] = [
   ...COMPACT_OPTION_KEYS,
   ...keysOf<Omit<CompactionMiddlewareOptions, keyof CompactOptions>>({ summarizer: true }),
@@ -79,11 +72,11 @@ const REMEMBERED_COMPACTIONS = 4;
  * });
  */
 export function compactionMiddleware(options: CompactionMiddlewareOptions): CompactionMiddleware {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidInputError('options', 'must be an object with at least contextBudget');
+  if (!isRecord(options)) throw new InvalidInputError('options', 'must be an object with at least contextBudget');
   assertKnownKeys(options, MIDDLEWARE_OPTION_KEYS, 'options');
   const { summarizer, ...compactOptions } = options;
-  const remembered: Remembered[] = [];
+  // The prompt prefixes compacted before, by length and digest, and what each became.
+  const remembered: Array<{ length: number; digest: string; replacement: readonly unknown[] }> = [];
   let inProcess: Compactor | undefined;
 
   const withRemembered = (prompt: readonly unknown[]): readonly unknown[] => {

@@ -9,6 +9,7 @@ import {
 } from '../core/compaction/options.js';
 import { defaultCounter } from '../core/counting/tokens.js';
 import { InvalidInputError } from '../core/errors.js';
+import { isRecord } from '../core/schema.js';
 import { formatOption, formatView, type FormatOption } from '../core/formats/format.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../core/limits/payload-size.js';
 import type { TokenCounter } from '../core/types.js';
@@ -101,16 +102,13 @@ function compactionCallOf(options: unknown): CompactionCall {
  * @throws ApplicationFailure of type `Compaction.InvalidInput` for a bad format or a malformed conversation.
  */
 export function passOf(conversation: unknown, options: unknown) {
-  const isObject = typeof options === 'object' && options !== null;
-  const format: unknown = isObject ? Reflect.get(options, 'format') : undefined;
+  const { format, ...rest } = isRecord(options) ? options : {};
   const view = failOnInvalidInput(() => formatView(formatOption(format, 'options.format'), conversation));
-  const { format: _format, ...rest } = isObject ? (options as FormatOption) : {};
-  const engineOptions: unknown = isObject ? rest : options;
+  const engineOptions: unknown = isRecord(options) ? rest : options;
   const call = (): CompactionCall => {
     const checked = compactionCallOf(engineOptions);
-    if (view === undefined) return checked;
-    const counter = checked.overrides.counter ?? defaultCounter;
-    return { ...checked, overrides: { ...checked.overrides, counter } };
+    if (view !== undefined) checked.overrides.counter ??= defaultCounter;
+    return checked;
   };
   return { view, messages: view?.messages ?? conversation, call };
 }

@@ -72,7 +72,6 @@ function inWaves<T>(
   let next = 0;
   let inFlight = 0;
   let weight = 0;
-  let done = 0;
   return new Promise<T[]>((resolve, reject) => {
     const pump = (): void => {
       for (let task = tasks[next]; task !== undefined; task = tasks[next]) {
@@ -86,8 +85,7 @@ function inWaves<T>(
           results[index] = result;
           inFlight -= 1;
           weight -= started.weight;
-          done += 1;
-          if (done === tasks.length) resolve(results);
+          if (inFlight === 0 && next === tasks.length) resolve(results);
           else pump();
         }, reject);
       }

@@ -13,6 +13,7 @@ import { FailureType, type ChatMessage } from '../../src/index.js';
 import type { ChatActivityInput, ChatActivityOutput } from '../../src/activities/chat.js';
 import { requestCounter } from '../../src/core/agent/preflight.js';
 import { createCountTokensActivity } from '../../src/activities/count-tokens.js';
+import { createRecordSessionActivity } from '../../src/activities/session.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { REPO_ROOT } from '../../corpus/index.js';
 import { loadTrajectory, openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
@@ -161,7 +162,7 @@ describe('chat activity', () => {
       expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
         FailureType.Chat.Malformed,
         false,
-        'chat: the reply\'s tool_calls[1].id: "call_1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)',
+        'chat: reply.tool_calls[1].id: "call_1" is also the id of tool_calls[0]: the ids of one assistant turn must differ (a result could not say which call it answers)',
       ]);
     });
 
@@ -414,6 +415,29 @@ describe('countTokens activity', () => {
       expect(failure).toMatchObject({ type: FailureType.Compaction.InvalidInput, nonRetryable: true });
       expect((failure as ApplicationFailure).message).toContain(`${field}: `);
       expect((failure as ApplicationFailure).message).toContain(reason);
+    }
+  });
+});
+
+describe('recordSession activity', () => {
+  it('acknowledges a batch, and refuses one it cannot place naming the field and what it saw', async () => {
+    const recordSession = createRecordSessionActivity();
+    expect(await recordSession({ from: 4, lines: [] })).toEqual({ recorded: 0, next: 4 });
+    for (const [input, field, reason] of [
+      [{ from: -1, lines: [] }, 'input.from', 'must be a non-negative integer, got -1'],
+      [{ from: 1.5, lines: [] }, 'input.from', 'expected int, received number'],
+      [{ from: 0, lines: 'x' }, 'input.lines', 'expected array, received string'],
+      [null, 'input', 'expected object, received null'],
+    ] as const) {
+      const failure = await recordSession(input as never).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(ApplicationFailure);
+      expect(failure).toMatchObject({ type: FailureType.Compaction.InvalidInput, nonRetryable: true });
+      const { message } = failure as ApplicationFailure;
+      expect(message.startsWith(`${field}: `), message).toBe(true);
+      expect(message).toContain(reason);
     }
   });
 });

@@ -119,7 +119,7 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
     expect([run.code, run.stdout, run.stderr]).toEqual([0, `${String(packageVersion)}\n`, '']);
   });
 
-  it('an unknown flag or command exits 2 with a short usage on stderr naming it, not the parser message', async () => {
+  it('an unknown flag or command, or a bad --query-timeout, exits 2 with a short usage on stderr naming it, not the parser message', async () => {
     const run = await runCli(['session', 'some-id', '--jsonlines'], {});
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
@@ -135,6 +135,12 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
     const before = capture();
     expect(await main(['--keep-recent', '3', 'compact'], before)).toBe(2);
     expect(before.err()).toContain('unknown option --keep-recent: options come after the command');
+    const timeout = capture();
+    expect(await main(['history', 'some-id', '--query-timeout', 'soon'], timeout)).toBe(2);
+    expect(timeout.err()).toContain('--query-timeout takes a duration such as 15s, 500ms or 2m, got "soon"');
+    const zero = capture();
+    expect(await main(['session', 'some-id', '--query-timeout', '0'], zero)).toBe(2);
+    expect(zero.err()).toContain('--query-timeout must be longer than zero');
     const bare = capture();
     expect(await main([], bare)).toBe(2);
     expect([bare.out(), bare.err()]).toEqual([

@@ -143,7 +143,7 @@ describe('planAgentRun: tool declarations', () => {
       'a declaration without type (regression)',
       [{ function: { name: 'lookup' } }],
       'input.tools[0].type',
-      'must be "function"',
+      'must be "function", got undefined',
     ],
     [
       'another type',
@@ -151,7 +151,7 @@ describe('planAgentRun: tool declarations', () => {
       'input.tools[1].type',
       'must be "function", got "web_search"',
     ],
-    ['no function', [{ type: 'function' }], 'input.tools[0].function', 'required: { name, description?, parameters? }'],
+    ['no function', [{ type: 'function' }], 'input.tools[0].function', 'required'],
     [
       'a bad name',
       [{ type: 'function', function: { name: 'look up' } }],
@@ -162,7 +162,7 @@ describe('planAgentRun: tool declarations', () => {
       'parameters that are not a schema object (regression)',
       [{ type: 'function', function: { name: 'lookup', parameters: 'x' } }],
       'input.tools[0].function.parameters',
-      'must be a JSON Schema object, got a string',
+      'must be a JSON Schema object, got "x"',
     ],
     [
       'parameters of another type than object',
@@ -174,31 +174,31 @@ describe('planAgentRun: tool declarations', () => {
       'properties that are not an object',
       [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: [] } } }],
       'input.tools[0].function.parameters.properties',
-      'must be an object of property schemas',
+      'must be an object of property schemas, got []',
     ],
     [
       'required that is not a list of names',
       [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', required: 'id' } } }],
       'input.tools[0].function.parameters.required',
-      'must be a list of property names',
+      'must be a list of property names, got "id"',
     ],
     [
       'a description that is not text',
       [{ type: 'function', function: { name: 'lookup', description: 5 } }],
       'input.tools[0].function.description',
-      'must be a string',
+      'must be a string, got 5',
     ],
     [
       'strict that is not a boolean',
       [{ type: 'function', function: { name: 'lookup', strict: 'yes' } }],
       'input.tools[0].function.strict',
-      'must be true, false or null',
+      'must be true, false or null, got "yes"',
     ],
     [
       'a declaration that is not an object',
       [7],
       'input.tools[0]',
-      'must be a built-in tool name or { type: "function", function: { name, description?, parameters? } }',
+      'must be a built-in tool name or { type: "function", function: { name, description?, parameters? } }, got 7',
     ],
   ])('%s', (_name, tools, field, reason) => {
     const error = invalid(run(tools));

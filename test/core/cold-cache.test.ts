@@ -74,6 +74,9 @@ describe('cold-cache rule', () => {
     expect(() => planAgentRun({ messages: [], model, compaction: { coldTrigger: 1.5 } })).toThrow(
       'input.compaction.coldTrigger',
     );
+    expect(() => planAgentRun({ messages: [], model, compaction: { cacheTtl: true } })).toThrow(
+      'input.compaction.cacheTtl: must be a duration like "5m" or "off", got true',
+    );
   });
 
   it("a compaction at the cold trigger says so in the UI's details and the history table", () => {

@@ -59,8 +59,8 @@ describe('the compact update argument', () => {
   });
 
   it.each([
-    ['a string', 'now', 'compact: must be an object { instructions?: string } or left out'],
-    ['instructions that are not text', { instructions: 3 }, 'compact.instructions: must be a string'],
+    ['a string', 'now', 'compact: must be an object { instructions?: string } or left out, got "now"'],
+    ['instructions that are not text', { instructions: 3 }, 'compact.instructions: must be a string, got 3'],
     [
       'instructions over the bound',
       { instructions: 'x'.repeat(MAX_COMPACT_INSTRUCTIONS_CHARS + 1) },
@@ -81,7 +81,7 @@ describe('the pin and unpin update arguments', () => {
     [
       'too many ids',
       { ids: Array.from({ length: MAX_PINNED_MESSAGES + 1 }, (_, i) => `m${i}`) },
-      'pin.ids: must list at most',
+      `pin.ids: must be at most ${MAX_PINNED_MESSAGES} ids, got ${MAX_PINNED_MESSAGES + 1}`,
     ],
     ['a blank fact', { fact: ' ' }, 'pin.fact: must be a non-empty string'],
     [

@@ -186,7 +186,7 @@ describe('Compactor.undo', () => {
     expect(() => engine.undo([], { compactionId: 0 })).toThrow(
       new InvalidInputError(
         'callOptions.compactionId',
-        'must be a whole number from 1 (the # of the compaction in the history)',
+        'must be a whole number from 1 (the # of the compaction in the history), got 0',
       ),
     );
     expect(() => engine.undo([], { compaction: 1 } as never)).toThrow(/callOptions/);
@@ -196,7 +196,7 @@ describe('Compactor.undo', () => {
     expect(() => parseUndoInput({ compactionId: '2' })).toThrow(
       new InvalidInputError(
         'undoCompaction.compactionId',
-        'must be a whole number from 1 (the # of the compaction in the history)',
+        'must be a whole number from 1 (the # of the compaction in the history), got "2"',
       ),
     );
     expect(() => parseUndoInput({ id: 2 })).toThrow(/undoCompaction/);

@@ -149,7 +149,7 @@ describe('keepUserMessages', () => {
     // @ts-expect-error -- a string is not a boolean
     await expect(on.compact(input, { keepUserMessages: 'yes' })).rejects.toThrow(InvalidInputError);
     await expect(on.compact(input, { keepUserMessages: 'yes' } as never)).rejects.toThrow(
-      'callOptions.keepUserMessages: must be true or false, got "yes"',
+      'callOptions.keepUserMessages: Invalid input: expected boolean, received string',
     );
     expect(() => compactor('ok', { contextBudget: 2_000, keepUserMessagesShare: 0 })).toThrow(
       'options.keepUserMessagesShare',

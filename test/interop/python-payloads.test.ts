@@ -115,7 +115,9 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
       ],
     };
     const grown = await claimFor(grownValue);
-    expect((await driver.inspect('manifest', claimManifestId(claimOf(grown)?.claimData ?? {}) ?? '')).depth).toBe(1);
+    expect(
+      (await driver.reader.inspect('manifest', claimManifestId(claimOf(grown)?.claimData ?? {}) ?? '')).depth,
+    ).toBe(1);
     // The grown input's manifest holds its new bytes and is deflated against the first one's
     // manifest (flags 4 | 8), which Python must open first.
     const sealedManifests = filesUnder(join(store, 'v1', 'manifests')).map((path) => readFileSync(path));
@@ -209,7 +211,7 @@ describe('payload formats between TypeScript and interop/python/compactor_payloa
     expect(defaultPayloadConverter.fromPayload(bigBack)).toEqual({ messages });
     expect(defaultPayloadConverter.fromPayload(await decodeHistoryPayload(small, { codec }))).toEqual(note);
     const pythonManifest = claimManifestId(claimOf(big)?.claimData ?? {}) ?? '';
-    expect((await driver.inspect('manifest', pythonManifest)).children).toEqual([]);
+    expect((await driver.reader.inspect('manifest', pythonManifest)).children).toEqual([]);
     // Its nonce is derived from the bytes it encrypts, as the TypeScript writer derives it.
     const sealed = readFileSync(join(store, ...objectKey('manifest', pythonManifest).split('/')));
     const key = driver.keyring?.current;

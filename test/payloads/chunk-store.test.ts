@@ -128,7 +128,7 @@ function backendContract(name: string, makeBackend: () => ObjectBackend, dedupMo
       const half = await storeOne(driver, toPayload({ messages: bigConversation.messages.slice(0, 30) }));
       const claim = await storeOne(driver, toPayload(bigConversation));
       const victim = objectKey('manifest', readClaim(half.claimData).manifestId);
-      expect((await driver.inspect('manifest', readClaim(claim.claimData).manifestId)).children).toContainEqual({
+      expect((await driver.reader.inspect('manifest', readClaim(claim.claimData).manifestId)).children).toContainEqual({
         kind: 'manifest',
         id: readClaim(half.claimData).manifestId,
       });
@@ -316,7 +316,7 @@ describe('ChunkStoreDriver', () => {
       // that exists has its children).
       const driver = new ChunkStoreDriver({ backend, refreshAfterMs: 24 * 3_600_000, ...TREES });
       await storeOne(driver, toPayload(manyMessages));
-      const listed = (await driver.inspect('manifest', readClaim(claim.claimData).manifestId)).children;
+      const listed = (await driver.reader.inspect('manifest', readClaim(claim.claimData).manifestId)).children;
       const listedNodes = listed.filter((child) => child.kind === 'node').map((child) => objectKey('node', child.id));
       expect(listedNodes.length).toBeGreaterThan(0);
       const touched = nodes.filter((file) => statSync(file).mtimeMs > old.getTime() + 1000);

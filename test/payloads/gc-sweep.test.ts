@@ -64,7 +64,7 @@ async function treeOf(driver: ChunkStoreDriver, manifest: string): Promise<Map<s
   const levels = new Map<string, number>([[objectKey('manifest', manifest), Infinity]]);
   const queue: Array<{ kind: 'manifest' | 'node' | 'chunk'; id: string }> = [{ kind: 'manifest', id: manifest }];
   for (let item = queue.pop(); item !== undefined; item = queue.pop()) {
-    const inspected = await driver.inspect(item.kind, item.id);
+    const inspected = await driver.reader.inspect(item.kind, item.id);
     if (item.kind === 'node') levels.set(objectKey('node', item.id), inspected.level);
     for (const child of inspected.children) {
       if (child.kind === 'chunk') {
@@ -86,7 +86,7 @@ async function parentsOf(driver: ChunkStoreDriver, keys: string[]): Promise<Map<
   for (const key of keys) {
     const parsed = parseObjectKey(key);
     if (parsed === undefined) continue;
-    for (const child of (await driver.inspect(parsed.kind, parsed.id)).children)
+    for (const child of (await driver.reader.inspect(parsed.kind, parsed.id)).children)
       parents.get(objectKey(child.kind, child.id))?.push(key);
   }
   return parents;
@@ -196,7 +196,7 @@ describe('collectGarbage (sweep)', () => {
     const claims: StorageDriverClaim[] = [];
     for (const input of inputs) claims.push(await store(driver, input));
     const depths = await Promise.all(
-      claims.map(async (claim) => (await driver.inspect('manifest', manifestOf(claim))).depth),
+      claims.map(async (claim) => (await driver.reader.inspect('manifest', manifestOf(claim))).depth),
     );
     expect(depths).toEqual([0, 1, 2, 3, 4]);
     ageAll(directory, 72);
@@ -272,7 +272,7 @@ describe('collectGarbage (sweep)', () => {
     await backend.touch(node);
     const parsed = parseObjectKey(node);
     const under = new Set(
-      (await driver.inspect('node', parsed?.id ?? '')).children.map((child) => objectKey(child.kind, child.id)),
+      (await driver.reader.inspect('node', parsed?.id ?? '')).children.map((child) => objectKey(child.kind, child.id)),
     );
 
     const report = await collectGarbage({ driver, claimedManifests: [] });

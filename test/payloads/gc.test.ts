@@ -93,7 +93,7 @@ async function reachable(driver: ChunkStoreDriver, manifests: Iterable<string>):
     if (keys.has(key)) continue;
     keys.add(key);
     // A manifest's base manifest is reachable with everything under it; a chunk lists the chunk it was deflated against.
-    for (const child of (await driver.inspect(item.kind, item.id)).children)
+    for (const child of (await driver.reader.inspect(item.kind, item.id)).children)
       queue.push({ kind: child.kind, id: child.id });
   }
   return keys;

@@ -50,7 +50,7 @@ describe('test/fixtures/store', () => {
     for (const store of ['plain', 'encrypted'] as const) {
       const directory = join(fixture.directory, store);
       const keyring = store === 'encrypted' ? fixture.keyring : undefined;
-      const reader = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring });
+      const { reader } = new ChunkStoreDriver({ backend: new FileBackend({ directory }), keyring });
       const seen = new Set<string>();
       for (const key of keysUnder(directory)) {
         const parsed = parseObjectKey(key);

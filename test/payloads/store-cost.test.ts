@@ -119,7 +119,7 @@ async function measure(dir: string, trajectory: string, contextWindow: number) {
   let onBase = 0;
   for (const key of sizes.keys()) {
     const parsed = parseObjectKey(key);
-    if (parsed?.kind === 'manifest' && (await driver.inspect('manifest', parsed.id)).depth > 0) onBase += 1;
+    if (parsed?.kind === 'manifest' && (await driver.reader.inspect('manifest', parsed.id)).depth > 0) onBase += 1;
   }
   const stored = [...sizes.values()].reduce((sum, bytes) => sum + bytes, 0);
   return {

@@ -65,7 +65,7 @@ for (const keyed of [false, true]) {
       expect(backend.puts().every((key) => key.startsWith('v1/manifests/'))).toBe(true);
       const input = jsonPayload({ messages, tools: [] });
       const claim = await storeOne(driver, input);
-      const inspected = await driver.inspect('manifest', manifestIdOf(claim));
+      const inspected = await driver.reader.inspect('manifest', manifestIdOf(claim));
       const listed = new Set(inspected.children.filter((child) => child.kind === 'manifest').map((child) => child.id));
       for (const result of results) expect(listed.has(manifestIdOf(result))).toBe(true);
       // The input's manifest holds little of its own: the messages are the results' bytes.
@@ -83,7 +83,7 @@ for (const keyed of [false, true]) {
       const second = conversation(24);
       const secondClaim = await storeOne(driver, second);
       expect(backend.puts()).toEqual([objectKey('manifest', manifestIdOf(secondClaim))]);
-      const manifest = await driver.inspect('manifest', manifestIdOf(secondClaim));
+      const manifest = await driver.reader.inspect('manifest', manifestIdOf(secondClaim));
       expect(manifest.depth).toBe(1);
       expect(manifest.children).toContainEqual({ kind: 'manifest', id: manifestIdOf(firstClaim) });
 
@@ -122,7 +122,7 @@ for (const keyed of [false, true]) {
         const packs = puts.filter((key) => key.startsWith('v1/chunks/'));
         expect(packs).toHaveLength(1);
         expect(puts.filter((key) => key.startsWith('v1/nodes/')).length).toBeGreaterThan(0);
-        const manifest = await driver.inspect('manifest', manifestIdOf(claim));
+        const manifest = await driver.reader.inspect('manifest', manifestIdOf(claim));
         expect(manifest.depth).toBe(0);
         expect(manifest.level).toBeGreaterThan(0);
         // The pack is deflated against the manifest stored before it, the new manifest against the pack.

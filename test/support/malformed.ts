@@ -978,7 +978,7 @@ export const MALFORMED_CLASSES: readonly MalformedClass[] = [
           field: 'input.tools[1].function.parameters.properties.id',
         },
         { parameters: { type: 'object', required: 'id' }, field: 'input.tools[1].function.parameters.required' },
-        { parameters: { type: 'object', required: [1] }, field: 'input.tools[1].function.parameters.required' },
+        { parameters: { type: 'object', required: [1] }, field: 'input.tools[1].function.parameters.required[0]' },
       )
       .map(({ parameters, field }) => ({ value: agentWithTool(lookupTool({ parameters })), field })),
   ),

@@ -162,7 +162,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(refused)).toEqual({
         type: FailureType.Compaction.InvalidInput,
-        message: 'compact.instructions: must be a string',
+        message: 'compact.instructions: must be a string, got 42',
       });
       // Accepted now, answered once the loop has compacted: after the request in flight, before the next.
       const update = await handle.startUpdate(compactUpdate, {

@@ -104,11 +104,6 @@ const COMPACTION_FLAGS = {
   { key: keyof FlagOptions; kind: keyof typeof PLACEHOLDER | 'switch'; help: string }
 >;
 
-type CompactionFlag = keyof typeof COMPACTION_FLAGS;
-const compactionFlags = Object.keys(COMPACTION_FLAGS).filter((flag): flag is CompactionFlag =>
-  Object.hasOwn(COMPACTION_FLAGS, flag),
-);
-
 /** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
 function wholeNumber(flag: string, text: CommandContext['values'][string], min: number, what: string): number {
   const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
@@ -122,8 +117,7 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
   // The command keeps the task as agentRun does (src/core/compaction/defaults.ts); its output is no transcript.
   const options: Record<string, number | string | boolean> = { keepTask: COMPACTION_DEFAULTS.keepTask };
   const flags: string[] = [];
-  for (const flag of compactionFlags) {
-    const spec = COMPACTION_FLAGS[flag];
+  for (const [flag, spec] of Object.entries(COMPACTION_FLAGS)) {
     const text = values[flag];
     if (text === undefined) continue;
     if (spec.kind === 'switch') {
@@ -148,10 +142,10 @@ export function compactionOptionsOf(values: CommandContext['values']): { options
   } catch (error) {
     if (!(error instanceof InvalidInputError)) throw error;
     const key = error.field.replace(/^options\./, '');
-    const flag = compactionFlags.find((name) => COMPACTION_FLAGS[name].key === key);
+    const flag = Object.entries(COMPACTION_FLAGS).find(([, spec]) => spec.key === key)?.[0];
     // The reason names other options by key (`must not exceed triggerRatio`): name their flags.
-    const reason = compactionFlags.reduce(
-      (text, flag) => text.replaceAll(COMPACTION_FLAGS[flag].key, `--${flag}`),
+    const reason = Object.entries(COMPACTION_FLAGS).reduce(
+      (text, [flag, spec]) => text.replaceAll(spec.key, `--${flag}`),
       error.reason,
     );
     throw new UsageError(`--${flag ?? key}: ${reason}`);
@@ -185,15 +179,10 @@ const options: Record<string, OptionSpec> = {
     help: 'aim at N tokens for this call: the hard trim aims there, and the result is exhausted over it',
   },
   ...Object.fromEntries(
-    compactionFlags.map((flag): [string, OptionSpec] => {
-      const spec = COMPACTION_FLAGS[flag];
-      return [
-        flag,
-        spec.kind === 'switch'
-          ? { type: 'boolean', help: spec.help }
-          : { type: 'string', value: PLACEHOLDER[spec.kind], help: spec.help },
-      ];
-    }),
+    Object.entries(COMPACTION_FLAGS).map(([flag, { kind, help }]): [string, OptionSpec] => [
+      flag,
+      kind === 'switch' ? { type: 'boolean', help } : { type: 'string', value: PLACEHOLDER[kind], help },
+    ]),
   ),
   format: {
     type: 'string',

@@ -11,7 +11,7 @@ import {
   type ResolvedOptions,
 } from '../compaction/options.js';
 import { COMPACTION_DEFAULTS } from '../compaction/defaults.js';
-import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { assertKnownKeys } from '../unknown-keys.js';
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from '../limits/payload-size.js';
 import { DEFAULT_PRICING, type Pricing } from './run-usage.js';
 import type { ToolDeclaration } from '../counting/request-counter.js';
@@ -27,7 +27,7 @@ import {
   type AgentToolOptions,
   type AgentToolPlan,
 } from './agent-tool.js';
-import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, type CompactionReview } from './steering.js';
+import { COMPACTION_REVIEWS, DEFAULT_REVIEW_TIMEOUT_MS, expected, type CompactionReview } from './steering.js';
 import type { ChatMessage } from '../types.js';
 
 /** How the workflow counts tokens for a backend when no billed number covers the messages. */
@@ -188,7 +188,10 @@ export const AGENT_MAXIMUM_RETRY_INTERVAL_MS = 30_000;
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
-const duration = z.union([z.number().nonnegative(), z.string().min(1)]);
+const duration = z.union(
+  [z.number().nonnegative(), z.string().min(1)],
+  expected('milliseconds or a duration like "30s"'),
+);
 const tokenizer = z.enum(['o200k_base', 'cl100k_base', 'chars']);
 
 const modelBase = {
@@ -216,12 +219,39 @@ const activitySchema = z.strictObject({
   initialInterval: duration.optional(),
   taskQueue: z.string().min(1).optional(),
 });
+const nonEmptyText = z.string(expected('a non-empty string')).min(1, expected('a non-empty string'));
+
+/** `input.compaction` besides the compaction options (resolveOptions checks those). */
+const agentCompactionSchema = z.looseObject({
+  startToCloseTimeout: duration.optional(),
+  heartbeatTimeout: duration.optional(),
+  taskQueue: z.string().optional(),
+  summarizerModel: nonEmptyText.optional(),
+  review: z
+    .enum(COMPACTION_REVIEWS, expected(`one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}`))
+    .optional(),
+  reviewTimeout: duration.optional(),
+  recall: z.boolean(expected('true or false')).optional(),
+  cacheTtl: z
+    .union([z.number().nonnegative(), z.string().min(1)], expected('a duration like "5m" or "off"'))
+    .optional(),
+  // Checked by resolveColdCache and parseAgentToolOption, which say what they take.
+  coldTrigger: z.unknown().optional(),
+  agentTool: z.unknown().optional(),
+} satisfies Record<keyof Omit<AgentCompactionOptions, keyof CompactionOptions>, z.ZodType>);
+
+/** The names of `input.compaction`: the compaction options and the run's own settings. */
+export const AGENT_COMPACTION_KEYS: readonly string[] = [
+  ...COMPACTION_OPTION_KEYS,
+  ...Object.keys(agentCompactionSchema.shape),
+];
+
 const inputSchema = z.strictObject({
   messages: z.array(z.unknown()),
   model: z.unknown(),
   // Each entry is checked by parseTool, which names the field and says what is wrong with it.
   tools: z.array(z.unknown()).optional(),
-  compaction: z.record(z.string(), z.unknown()),
+  compaction: agentCompactionSchema,
   maxRounds: positiveInt.optional(),
   backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
   keepTask: z.boolean().optional(),
@@ -240,23 +270,6 @@ const inputSchema = z.strictObject({
   carried: z.unknown().optional(),
 });
 
-/** The names of `input.compaction`: the compaction options and the `summarize` activity's settings. */
-export const AGENT_COMPACTION_KEYS: readonly string[] = [
-  ...COMPACTION_OPTION_KEYS,
-  ...keysOf<Omit<AgentCompactionOptions, keyof CompactionOptions>>({
-    startToCloseTimeout: true,
-    heartbeatTimeout: true,
-    taskQueue: true,
-    summarizerModel: true,
-    review: true,
-    reviewTimeout: true,
-    recall: true,
-    cacheTtl: true,
-    coldTrigger: true,
-    agentTool: true,
-  }),
-];
-
 /**
  * Validates an `agentRun` input and applies the defaults. Throws `InvalidInputError` naming the
  * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
@@ -266,24 +279,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
     throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   const data = checkWith(inputSchema, input, 'input');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
-  const {
-    review,
-    reviewTimeout,
-    recall,
-    cacheTtl,
-    coldTrigger,
-    agentTool: agentToolOption,
-    ...compaction
-  }: AgentCompactionOptions = data.compaction;
+  const { coldTrigger, agentTool: agentToolOption, ...settings } = data.compaction;
+  const { review, reviewTimeout, recall, cacheTtl, ...compaction }: AgentCompactionOptions = settings;
   const agentTool = parseAgentToolOption(agentToolOption);
-  if (review !== undefined && !COMPACTION_REVIEWS.includes(review))
-    throw new InvalidInputError(
-      'input.compaction.review',
-      `must be one of ${COMPACTION_REVIEWS.map((mode) => `"${mode}"`).join(', ')}, got ${JSON.stringify(review)}`,
-    );
   const reviewTimeoutMs = checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
-  if (recall !== undefined && typeof recall !== 'boolean')
-    throw new InvalidInputError('input.compaction.recall', `must be true or false, got ${JSON.stringify(recall)}`);
   const backends = parseBackends(data.model);
   const tools = (data.tools ?? []).map(parseTool);
   const names = new Set<string>();
@@ -316,8 +315,6 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   // The run pins its task itself, as a sticky message (pinTask) its transcript's replay reads too;
   // with input.keepTask false nothing is pinned, and the engine must not pin it either.
   const options = { ...resolved, keepTask: false };
-  if (summarizerModel !== undefined && (typeof summarizerModel !== 'string' || summarizerModel === ''))
-    throw new InvalidInputError('input.compaction.summarizerModel', 'must be a non-empty string');
   for (const [field, settings] of [
     ['input.compaction', { startToCloseTimeout, heartbeatTimeout, taskQueue }],
     ['input.chatActivity', data.chatActivity],
@@ -376,10 +373,8 @@ export function planAgentRun(input: unknown): AgentRunPlan {
 }
 
 /** A duration longer than zero when given: the run must not find out in its middle. */
-function checkDuration(value: unknown, field: string): number | undefined {
+function checkDuration(value: Duration | undefined, field: string): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' && typeof value !== 'string')
-    throw new InvalidInputError(field, 'must be milliseconds or a duration like "30s"');
   const ms = parseDuration(value, field);
   if (ms <= 0) throw new InvalidInputError(field, `must be longer than zero, got ${JSON.stringify(value)}`);
   return ms;
@@ -423,16 +418,49 @@ export function pinTask(messages: readonly ChatMessage[]): ChatMessage[] {
 }
 
 const TOOL_SHAPE = '{ type: "function", function: { name, description?, parameters? } }';
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** "a string", "a list", "null": what a value is. */
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+/** An OpenAI function declaration, checked as a provider would (its parameters down to the top of their schema). */
+const toolSchema = z.looseObject(
+  {
+    type: z.literal('function', expected('"function"')),
+    function: z.looseObject(
+      {
+        name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, expected('1-64 letters, digits, _ or -')),
+        description: z.string(expected('a string')).optional(),
+        strict: z.boolean(expected('true, false or null')).nullable().optional(),
+        parameters: z
+          .looseObject(
+            {
+              type: z.literal('object', expected('"object" (a function takes named arguments)')).optional(),
+              properties: z
+                .record(
+                  z.string(),
+                  z.union([z.looseObject({}), z.boolean()], expected('a JSON Schema (an object)')),
+                  expected('an object of property schemas'),
+                )
+                .optional(),
+              required: z.array(z.string(expected('a property name')), expected('a list of property names')).optional(),
+            },
+            expected('a JSON Schema object'),
+          )
+          .optional(),
+      },
+      expected('an object { name, description?, parameters? }'),
+    ),
+  },
+  expected(`a built-in tool name or ${TOOL_SHAPE}`),
+);
+
+/** Throws as {@link checkWith} does; `value` stays the caller's object (a zod parse would copy it and reorder its keys). */
+function assertWith<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  field: string,
+): asserts value is z.input<Schema> {
+  checkWith(schema, value, field);
 }
 
-/** One entry of `tools`: a built-in tool's name, or an OpenAI function declaration checked as a provider would. */
+/** One entry of `tools`: a built-in tool's name, or a function declaration. */
 function parseTool(value: unknown, index: number): ToolDeclaration {
   const field = `input.tools[${index}]`;
   if (typeof value === 'string') {
@@ -443,64 +471,13 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
       );
     return BUILT_IN_TOOLS[value];
   }
-  if (!isRecord(value)) throw new InvalidInputError(field, `must be a built-in tool name or ${TOOL_SHAPE}`);
-  if (value.type !== 'function')
-    throw new InvalidInputError(
-      `${field}.type`,
-      value.type === undefined ? 'must be "function"' : `must be "function", got ${JSON.stringify(value.type)}`,
-    );
-  const declared = value.function;
-  if (!isRecord(declared))
-    throw new InvalidInputError(
-      `${field}.function`,
-      declared === undefined
-        ? 'required: { name, description?, parameters? }'
-        : `must be an object { name, description?, parameters? }, got ${kindOf(declared)}`,
-    );
-  const { name, description, parameters, strict } = declared;
-  if (typeof name !== 'string' || !TOOL_NAME.test(name))
+  assertWith(toolSchema, value, field);
+  if (isInternalActivityName(value.function.name))
     throw new InvalidInputError(
       `${field}.function.name`,
-      name === undefined
-        ? 'required: 1-64 letters, digits, _ or -'
-        : `must be 1-64 letters, digits, _ or -, got ${JSON.stringify(name)}`,
+      `"${value.function.name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
     );
-  if (isInternalActivityName(name))
-    throw new InvalidInputError(
-      `${field}.function.name`,
-      `"${name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
-    );
-  if (description !== undefined && typeof description !== 'string')
-    throw new InvalidInputError(`${field}.function.description`, 'must be a string');
-  if (strict !== undefined && strict !== null && typeof strict !== 'boolean')
-    throw new InvalidInputError(`${field}.function.strict`, 'must be true, false or null');
-  if (parameters !== undefined) checkParameters(parameters, `${field}.function.parameters`);
-  return { ...value, type: 'function', function: { ...declared, name } };
-}
-
-/** The top of a function's parameter schema: what providers check before they take the request. */
-function checkParameters(parameters: unknown, field: string): void {
-  if (!isRecord(parameters))
-    throw new InvalidInputError(field, `must be a JSON Schema object, got ${kindOf(parameters)}`);
-  if (parameters.type !== undefined && parameters.type !== 'object')
-    throw new InvalidInputError(
-      `${field}.type`,
-      `must be "object" (a function takes named arguments), got ${JSON.stringify(parameters.type)}`,
-    );
-  const { properties, required } = parameters;
-  if (properties !== undefined) {
-    if (!isRecord(properties))
-      throw new InvalidInputError(`${field}.properties`, 'must be an object of property schemas');
-    for (const [name, schema] of Object.entries(properties)) {
-      if (!isRecord(schema) && typeof schema !== 'boolean')
-        throw new InvalidInputError(
-          `${field}.properties.${name}`,
-          `must be a JSON Schema (an object), got ${kindOf(schema)}`,
-        );
-    }
-  }
-  if (required !== undefined && !(Array.isArray(required) && required.every((entry) => typeof entry === 'string')))
-    throw new InvalidInputError(`${field}.required`, 'must be a list of property names');
+  return value;
 }
 
 function quoted(text: string): string {

@@ -2,11 +2,12 @@
 // its declaration, option and arguments, and the bounds (a cooldown, a minimum reclaim) a call must meet.
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import { findRegions } from '../compaction/regions.js';
-import { InvalidInputError } from '../errors.js';
-import { isRecord } from '../schema.js';
+import { z } from 'zod';
+import { checkWith, isRecord } from '../schema.js';
 import { assertKnownKeys } from '../unknown-keys.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 import { groupDigits } from './compaction-history.js';
+import { expected } from './steering.js';
 
 /** The name of the tool: reserved, a run's own tools may not take it. */
 export const COMPACT_CONTEXT_TOOL_NAME = 'compact_context';
@@ -24,7 +25,7 @@ export interface AgentToolOptions {
 /** The tool's bounds as a run resolves them (`minReclaim` undefined: a tenth of each round's budget). */
 export interface AgentToolPlan {
   cooldownRounds: number;
-  minReclaim: number | undefined;
+  minReclaim?: number;
 }
 
 export const DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS = 3;
@@ -46,28 +47,18 @@ export const COMPACT_CONTEXT_TOOL: ToolDeclaration = {
   },
 };
 
+const wholeNumber = expected('a whole number from 0');
+const count = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);
+const agentToolSchema = z.strictObject(
+  { cooldownRounds: count.default(DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS), minReclaim: count.optional() },
+  expected('true, false or { cooldownRounds?, minReclaim? }'),
+);
+
 /** `compaction.agentTool` checked: `true`, `false` or `{ cooldownRounds?, minReclaim? }`; undefined when off. */
 export function parseAgentToolOption(value: unknown, field = 'input.compaction.agentTool'): AgentToolPlan | undefined {
   if (value === undefined || value === false) return undefined;
-  if (value === true) return { cooldownRounds: DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS, minReclaim: undefined };
-  if (!isRecord(value))
-    throw new InvalidInputError(
-      field,
-      `must be true, false or { cooldownRounds?, minReclaim? }, got ${JSON.stringify(value)}`,
-    );
-  assertKnownKeys(value, ['cooldownRounds', 'minReclaim'], field);
-  const { cooldownRounds, minReclaim } = value;
-  for (const [name, number] of [
-    ['cooldownRounds', cooldownRounds],
-    ['minReclaim', minReclaim],
-  ] as const) {
-    if (number !== undefined && (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0))
-      throw new InvalidInputError(`${field}.${name}`, `must be a whole number from 0, got ${JSON.stringify(number)}`);
-  }
-  return {
-    cooldownRounds: typeof cooldownRounds === 'number' ? cooldownRounds : DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS,
-    minReclaim: typeof minReclaim === 'number' ? minReclaim : undefined,
-  };
+  assertKnownKeys(value, Object.keys(agentToolSchema.shape), field);
+  return checkWith(agentToolSchema, value === true ? {} : value, field);
 }
 
 /** A tool call's one argument `key` (`args` must be `shape`), or the error the model reads. */

@@ -19,7 +19,7 @@ export interface ColdCache {
 
 /** Resolves `cacheTtl` (by default the shortest of the chain's providers') and `coldTrigger`. */
 export function resolveColdCache(
-  { cacheTtl, coldTrigger }: { cacheTtl?: unknown; coldTrigger?: unknown },
+  { cacheTtl, coldTrigger }: { cacheTtl?: CacheTtl | undefined; coldTrigger?: unknown },
   providers: ReadonlyArray<keyof typeof DEFAULT_CACHE_TTL>,
   triggerRatio: number,
   field: string,
@@ -31,14 +31,7 @@ export function resolveColdCache(
       `must be a ratio over 0 and at most triggerRatio (${triggerRatio}), got ${JSON.stringify(coldTrigger)}`,
     );
   if (cacheTtl === 'off') return { ttlMs: undefined, trigger };
-  if (cacheTtl !== undefined) {
-    if (typeof cacheTtl !== 'number' && typeof cacheTtl !== 'string')
-      throw new InvalidInputError(
-        `${field}.cacheTtl`,
-        `must be a duration like "5m" or "off", got ${JSON.stringify(cacheTtl)}`,
-      );
-    return { ttlMs: parseDuration(cacheTtl, `${field}.cacheTtl`), trigger };
-  }
+  if (cacheTtl !== undefined) return { ttlMs: parseDuration(cacheTtl, `${field}.cacheTtl`), trigger };
   const ttls = providers.map((provider) => parseDuration(DEFAULT_CACHE_TTL[provider], `${field}.cacheTtl`));
   return { ttlMs: ttls.length === 0 ? undefined : Math.min(...ttls), trigger };
 }

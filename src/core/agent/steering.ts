@@ -1,8 +1,9 @@
 // Sandbox-safe: steering a running `agentRun` (docs/design.md#steering): its updates' arguments, its pins
 // and the summary instructions; the loop applies what the updates ask.
+import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { isRecord, isSticky } from '../schema.js';
-import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { checkWith, isRecord, isSticky } from '../schema.js';
+import { assertKnownKeys } from '../unknown-keys.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
 import { summaryContent } from '../compaction/transcript.js';
 import type { CompactionResult, TokenCounter } from '../types.js';
@@ -56,47 +57,50 @@ export function noPins(): Pins {
 
 export type CheckedPinInput = Required<Pick<PinUpdateInput, 'ids'>> & Pick<PinUpdateInput, 'fact'>;
 
-const COMPACT_KEYS = keysOf<CompactUpdateInput>({ instructions: true });
-const PIN_KEYS = keysOf<PinUpdateInput>({ ids: true, fact: true });
-
-function assertAtMost(text: string, max: number, field: string): void {
-  if (text.length > max) throw new InvalidInputError(field, `must be at most ${max} characters, got ${text.length}`);
+/** A zod error that says what was expected and what came: `must be a string, got 3`. */
+export function expected(what: string): { error: (issue: { input?: unknown }) => string } {
+  return { error: (issue) => `must be ${what}, got ${JSON.stringify(issue.input)}` };
 }
+
+/** A zod error for a string or list longer than `max`: it says the length seen, not the text. */
+function atMost(max: number, unit: string): { error: (issue: { input?: unknown }) => string } {
+  return {
+    error: (issue) => `must be at most ${max} ${unit}, got ${String(Reflect.get(Object(issue.input), 'length'))}`,
+  };
+}
+
+function boundedText(max: number, what = 'a string') {
+  return z.string(expected(what)).max(max, atMost(max, 'characters'));
+}
+
+const messageId = expected('a message id such as "m12"');
+
+const compactSchema = z.strictObject(
+  { instructions: boundedText(MAX_COMPACT_INSTRUCTIONS_CHARS).optional() },
+  expected('an object { instructions?: string } or left out'),
+);
 
 export function parseCompactInput(value: unknown): CompactUpdateInput {
-  if (value === undefined || value === null) return {};
-  if (!isRecord(value))
-    throw new InvalidInputError('compact', 'must be an object { instructions?: string } or left out');
-  assertKnownKeys(value, COMPACT_KEYS, 'compact', 'field');
-  const { instructions } = value;
-  if (instructions === undefined) return {};
-  if (typeof instructions !== 'string') throw new InvalidInputError('compact.instructions', 'must be a string');
-  assertAtMost(instructions, MAX_COMPACT_INSTRUCTIONS_CHARS, 'compact.instructions');
-  return instructions.trim() === '' ? {} : { instructions };
+  const { instructions } = checkWith(compactSchema, value ?? {}, 'compact');
+  return instructions === undefined || instructions.trim() === '' ? {} : { instructions };
 }
+
+const pinSchema = z
+  .strictObject({
+    ids: z
+      .array(z.string(messageId).min(1, messageId), expected('a list of message ids'))
+      .max(MAX_PINNED_MESSAGES, atMost(MAX_PINNED_MESSAGES, 'ids'))
+      .optional(),
+    fact: boundedText(MAX_PIN_FACT_CHARS, 'a non-empty string').regex(/\S/, expected('a non-empty string')).optional(),
+  })
+  .refine((pin) => pin.ids !== undefined || pin.fact !== undefined, {
+    error: 'must name message ids ({ ids: string[] }) or a fact ({ fact: string }), got neither',
+  });
 
 export function parsePinInput(value: unknown, update: 'pin' | 'unpin'): CheckedPinInput {
   if (!isRecord(value)) throw new InvalidInputError(update, 'must be an object { ids: string[] } or { fact: string }');
-  assertKnownKeys(value, PIN_KEYS, update, 'field');
-  const { ids, fact } = value;
-  if (ids === undefined && fact === undefined)
-    throw new InvalidInputError(update, 'must name message ids ({ ids: string[] }) or a fact ({ fact: string })');
-  const checked: string[] = [];
-  if (ids !== undefined) {
-    if (!Array.isArray(ids)) throw new InvalidInputError(`${update}.ids`, 'must be a list of message ids');
-    if (ids.length > MAX_PINNED_MESSAGES)
-      throw new InvalidInputError(`${update}.ids`, `must list at most ${MAX_PINNED_MESSAGES} ids, got ${ids.length}`);
-    ids.forEach((id: unknown, index) => {
-      if (typeof id !== 'string' || id === '')
-        throw new InvalidInputError(`${update}.ids[${index}]`, 'must be a message id such as "m12"');
-      checked.push(id);
-    });
-  }
-  if (fact === undefined) return { ids: checked };
-  if (typeof fact !== 'string' || fact.trim() === '')
-    throw new InvalidInputError(`${update}.fact`, 'must be a non-empty string');
-  assertAtMost(fact, MAX_PIN_FACT_CHARS, `${update}.fact`);
-  return { ids: checked, fact: fact.trim() };
+  const { ids = [], fact } = checkWith(pinSchema, value, update);
+  return fact === undefined ? { ids } : { ids, fact: fact.trim() };
 }
 
 /** What one `pin` or `unpin` changes: the ids whose sticky flag it sets or clears, and the pins after it. */
@@ -213,7 +217,15 @@ export interface ReviewAnswer {
   round: number;
 }
 
-const REVIEW_KEYS = keysOf<ReviewCompactionInput>({ decision: true, summary: true });
+const reviewSchema = z.strictObject(
+  {
+    decision: z.enum(['apply', 'reject', 'edit'], expected('"apply", "reject" or "edit"')),
+    summary: boundedText(MAX_REVIEWED_SUMMARY_CHARS, 'the summary to apply (a non-empty string)')
+      .regex(/\S/, expected('the summary to apply (a non-empty string)'))
+      .optional(),
+  },
+  expected("an object { decision: 'apply' | 'reject' | 'edit', summary? }"),
+);
 
 export function parseReviewInput(value: unknown, proposal: CompactionProposal | undefined): ReviewCompactionInput {
   if (proposal === undefined)
@@ -221,18 +233,8 @@ export function parseReviewInput(value: unknown, proposal: CompactionProposal | 
       'reviewCompaction',
       'no compaction is waiting for review (the pendingCompaction query)',
     );
-  if (!isRecord(value))
-    throw new InvalidInputError(
-      'reviewCompaction',
-      "must be an object { decision: 'apply' | 'reject' | 'edit', summary? }",
-    );
-  assertKnownKeys(value, REVIEW_KEYS, 'reviewCompaction', 'field');
-  const { decision, summary } = value;
-  if (decision !== 'apply' && decision !== 'reject' && decision !== 'edit')
-    throw new InvalidInputError(
-      'reviewCompaction.decision',
-      `must be "apply", "reject" or "edit", got ${JSON.stringify(decision)}`,
-    );
+  assertKnownKeys(value, Object.keys(reviewSchema.shape), 'reviewCompaction', 'field');
+  const { decision, summary } = checkWith(reviewSchema, value, 'reviewCompaction');
   if (decision !== 'edit') {
     if (summary !== undefined)
       throw new InvalidInputError('reviewCompaction.summary', 'is only taken with decision "edit"');
@@ -243,9 +245,8 @@ export function parseReviewInput(value: unknown, proposal: CompactionProposal | 
       'reviewCompaction.decision',
       `"edit" needs a proposal with a summary; this one is a ${proposal.kind}`,
     );
-  if (typeof summary !== 'string' || summary.trim() === '')
+  if (summary === undefined)
     throw new InvalidInputError('reviewCompaction.summary', 'must be the summary to apply (a non-empty string)');
-  assertAtMost(summary, MAX_REVIEWED_SUMMARY_CHARS, 'reviewCompaction.summary');
   return { decision, summary };
 }
 

@@ -1,7 +1,8 @@
 // Sandbox-safe: undoing a compaction (docs/design.md#undo): which compaction an undo applies to, or why it is
 // refused, and what it brings back; shared by the workflow, its activity and `Compactor.undo`.
+import { z } from 'zod';
 import { InvalidInputError, UndoRefusedError } from '../errors.js';
-import { assertKnownKeys, keysOf } from '../unknown-keys.js';
+import { checkWith } from '../schema.js';
 import type { TokenCounter } from '../types.js';
 import {
   compactionRecordsFromSession,
@@ -19,6 +20,7 @@ import {
   type UndoLine,
   type UndoLineContext,
 } from './session.js';
+import { expected } from './steering.js';
 
 /** The part of an undo line the transcript alone decides. */
 export type UndoChange = Pick<UndoLine, 'order' | 'restored' | 'removes'>;
@@ -97,21 +99,19 @@ export interface UndoCompactionInput {
   compactionId?: number;
 }
 
+const idError = expected('a whole number from 1 (the # of the compaction in the history)');
+const idSchema = z.number(idError).int(idError).min(1, idError).optional();
+const undoSchema = z.strictObject(
+  { compactionId: idSchema },
+  expected('an object { compactionId?: number } or left out'),
+);
+
 export function parseUndoInput(value: unknown): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value))
-    throw new InvalidInputError('undoCompaction', 'must be an object { compactionId?: number } or left out');
-  assertKnownKeys(value, UNDO_KEYS, 'undoCompaction', 'field');
-  return checkCompactionId(Reflect.get(value, 'compactionId'), 'undoCompaction.compactionId');
+  return checkWith(undoSchema, value ?? {}, 'undoCompaction').compactionId;
 }
 
-const UNDO_KEYS = keysOf<UndoCompactionInput>({ compactionId: true });
-
 export function checkCompactionId(value: unknown, field: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-    throw new InvalidInputError(field, 'must be a whole number from 1 (the # of the compaction in the history)');
-  return value;
+  return checkWith(idSchema, value, field);
 }
 
 /** Finds, line by line, what undoing `compaction` brings back: the conversation before its lines, and after them. */

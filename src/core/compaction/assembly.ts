@@ -7,9 +7,9 @@ import {
   requiredIdentifiers,
   withCarriedFacts,
 } from './coverage.js';
-import { planWindow, type WindowPlan } from './economics.js';
+import { planWindow } from './economics.js';
 import { elidedContents } from './elision.js';
-import { hardTrim, trimMarkerOf } from './hard-trim.js';
+import { hardTrim } from './hard-trim.js';
 import { elidedExcept, finish, messagesAt, type Elided, type NameReplaced, type Pass } from './pass.js';
 import type { Regions } from './regions.js';
 import { capMiddle, summaryContent } from './transcript.js';
@@ -31,34 +31,31 @@ function assemble(messages: readonly ChatMessage[], regions: Regions, summary: s
  * only messages no elision touches) and the user's words left it (docs/design.md#user-words); and `seen`, the middle
  * as the summarizer sees it, cut once for every request (docs/design.md#summarizer-request).
  */
-export function summarizedMiddle(
-  pass: Pass,
-  stubbed: Elided,
-): { middle: SummarizedMiddle; elided: Elided; seen: ChatMessage[] } {
+export function summarizedMiddle(pass: Pass, stubbed: Elided): SummarizedMiddle {
   const { input, options, regions, aim } = pass;
-  const windowPlan = options.recentWindowGivesWay ? planWindow(input, regions, aim, options) : undefined;
+  const windowPlan = options.recentWindowGivesWay ? planWindow(pass) : undefined;
   const words = pass.keepUserMessages
     ? keepUserWords(input, windowPlan?.regions ?? regions, aim, options.keepUserMessagesShare)
     : undefined;
   const planned = words?.regions ?? windowPlan?.regions ?? regions;
-  const plan =
-    windowPlan === undefined || words === undefined
-      ? windowPlan
-      : { ...windowPlan, regions: planned, keptTokens: windowPlan.keptTokens + words.keptTokens };
+  const floor = windowPlan && windowPlan.keptTokens + (words?.keptTokens ?? 0) + windowPlan.summaryRoom;
   const elided = words === undefined ? stubbed : elidedExcept(pass, stubbed, words.kept);
   const messages = messagesAt(input, planned.middle);
   const contents = elidedContents(planned.middle, elided.elisions);
   const seen = capMiddle(messages, options.toolResultCap, contents);
-  return { middle: { planned, plan, messages, contents, words }, elided, seen };
+  return { planned, floor, messages, contents, words, elided, seen };
 }
 
 interface SummarizedMiddle {
   planned: Regions;
-  plan: WindowPlan | undefined;
+  /** With the window giving way: what the kept messages and the summary's room take together. */
+  floor: number | undefined;
   messages: ChatMessage[];
   contents: (string | ContentPart[] | undefined)[] | undefined;
   /** With `keepUserMessages`: the user messages kept out of `planned`'s middle. */
   words?: UserWords | undefined;
+  elided: Elided;
+  seen: ChatMessage[];
 }
 
 export class Assembly {
@@ -72,7 +69,6 @@ export class Assembly {
 
   constructor(
     private readonly pass: Pass,
-    private readonly elided: Elided,
     private readonly middle: SummarizedMiddle,
     private readonly nameReplaced: NameReplaced | undefined,
   ) {
@@ -87,14 +83,14 @@ export class Assembly {
       ...trim,
       fallback: true,
       fallbackReason: reason,
-      elisions: this.elided.elisions,
+      elisions: this.middle.elided.elisions,
       summary: null,
       ...this.userMessages(trim.cutIndex),
     });
   }
 
   private hardTrim(): ReturnType<typeof hardTrim> {
-    return hardTrim(this.elided.messages(), this.middle.planned, this.pass.aim, trimMarkerOf(this.nameReplaced));
+    return hardTrim(this.middle.elided.messages(), this.middle.planned, this.pass.aim, this.nameReplaced);
   }
 
   /** docs/design.md#never-worse Without a target, a summary over contextBudget loses to a hard trim that fits. */
@@ -157,22 +153,21 @@ export class Assembly {
   }
 
   private result(summary: string, assembled: ChatMessage[], coverage?: Coverage): CompactionResult {
-    const { pass, middle } = this;
-    const { aim } = pass;
-    const { planned, plan } = middle;
-    const result = finish(pass, {
+    const { aim } = this.pass;
+    const { planned, floor } = this.middle;
+    const result = finish(this.pass, {
       messages: assembled,
       dropped: planned.middle.length,
       fallback: false,
-      elisions: this.elided.elisions,
+      elisions: this.middle.elided.elisions,
       summary,
       cutIndex: planned.middle.at(-1) ?? -1,
       ...(coverage === undefined ? {} : { coverage }),
       ...this.userMessages(planned.middle.at(-1) ?? -1),
     });
-    if (plan === undefined || result.tokensAfter <= aim.mark) return result;
+    if (floor === undefined || result.tokensAfter <= aim.mark) return result;
     // docs/design.md#window-gives-way: over the mark, say why.
-    const reason = plan.keptTokens + plan.summaryRoom > aim.mark ? 'recent-window' : 'summary-length';
+    const reason = floor > aim.mark ? 'recent-window' : 'summary-length';
     return { ...result, aboveMark: { mark: aim.mark, reason } };
   }
 }

@@ -128,12 +128,7 @@ function decodedString(body: string): string {
   return body;
 }
 
-function mentions(
-  message: ChatMessage,
-  key: string,
-  toolResultCap: number,
-  content: ChatMessage['content'] = message.content,
-): boolean {
+function mentions(message: ChatMessage, key: string, toolResultCap: number, content: ChatMessage['content']): boolean {
   if (typeof content === 'string') {
     if (within(content, message.role === 'tool' ? toolResultCap : Number.POSITIVE_INFINITY).includes(key)) return true;
   } else if (content !== null && contentText(seenMessage(message, toolResultCap, content).content).includes(key))

@@ -1,6 +1,8 @@
 // Sandbox-safe: the economic rules of docs/design.md#economics: a rewrite re-bills everything after its first
 // change once (the unchanged prefix costs `cachedInputPrice`), and what it removes is not billed again.
-import type { Aim, ResolvedOptions } from './options.js';
+import { applyElisions } from './elision.js';
+import type { Aim } from './options.js';
+import type { Pass } from './pass.js';
 import { findCut, lastTurnCut, regionsAt, windowStarts, type Regions } from './regions.js';
 import { isSummaryMessage } from './transcript.js';
 import type { ChatMessage, Elision } from '../types.js';
@@ -25,12 +27,7 @@ export interface WindowPlan {
 }
 
 /** docs/design.md#window-gives-way: the window gives way one valid start at a time until it fits, down to the last complete turn. */
-export function planWindow(
-  messages: readonly ChatMessage[],
-  standard: Regions,
-  aim: Aim,
-  options: ResolvedOptions,
-): WindowPlan {
+export function planWindow({ input: messages, regions: standard, aim, options }: Pass): WindowPlan {
   const summaryRoom = Math.ceil(SUMMARY_ROOM_SHARE * aim.mark);
   const kept = keptMessages(messages, standard);
   const weigh = (cut: number): number => aim.counter.count(kept(cut));
@@ -45,12 +42,8 @@ export function planWindow(
     chosenTokens = weigh(cut);
     if (chosenTokens + summaryRoom <= aim.mark) break;
   }
-  if (chosen === standard.cut) return { regions: standard, keptTokens, summaryRoom };
-  return {
-    regions: regionsAt(messages, chosen, standard.groups, standard.removable),
-    keptTokens: chosenTokens,
-    summaryRoom,
-  };
+  const regions = chosen === standard.cut ? standard : regionsAt(chosen, standard.groups, standard.removable);
+  return { regions, keptTokens: chosenTokens, summaryRoom };
 }
 
 /** docs/design.md#no-thrash: within the limit, only a compaction that can reach the low-water mark is worth its re-billing. */
@@ -88,18 +81,12 @@ export function summarizedLastRound(
  * rounds spent near `T`; and saves a share `R/(T − A)` of a summary's re-billing, `(1 − c)·A`. It pays
  * when `c·R·(A − X)/g + (1 − c)·A·R/(T − A) > (1 − c)·S`, with `c` = `cachedInputPrice`.
  */
-export function epochPays(
-  input: readonly ChatMessage[],
-  elided: readonly ChatMessage[],
-  elisions: readonly Elision[],
-  regions: Regions,
-  aim: Aim,
-  tokensBefore: number,
-  options: ResolvedOptions,
-): boolean {
+export function epochPays(pass: Pass, elisions: readonly Elision[]): boolean {
   const first = elisions[0]?.index;
   if (first === undefined) return false;
+  const { input, regions, aim, tokensBefore, options } = pass;
   const { counter } = aim;
+  const elided = applyElisions(input, elisions);
   const rebilled = counter.count(elided.slice(first));
   const reclaimed = counter.count(input.slice(first)) - rebilled;
   if (reclaimed <= 0) return false;
@@ -108,7 +95,7 @@ export function epochPays(
   const turns = Math.max(1, newest.filter((message) => message.role === 'assistant').length);
   const growth = Math.max(1, counter.count(newest) / turns);
   const trigger = aim.target ?? aim.trigger;
-  const plan = planWindow(input, regions, aim, options);
+  const plan = planWindow(pass);
   const afterSummary = Math.min(trigger - 1, plan.keptTokens + plan.summaryRoom);
   // A summary due next round anyway leaves the stubs nothing to save.
   if (tokensBefore - reclaimed + growth > trigger) return false;

@@ -92,18 +92,10 @@ function sortKeys(value: unknown): unknown {
 
 /** The stub that replaces an elided result: a pure function of the content length and the tool name. */
 export function elisionStub(contentLength: number, toolName: string): string {
-  return stubOf(contentLength, stubEnd(toolName));
-}
-
-function stubOf(contentLength: number, end: string): string {
-  return `${STUB_START}${contentLength}${end}`;
+  return `${STUB_START}${contentLength}${stubEnd(toolName)}`;
 }
 
 const STUB_START = '[elided by the harness: ';
-
-function stubLength(contentLength: number, end: string): number {
-  return STUB_START.length + String(contentLength).length + end.length;
-}
 
 function stubEnd(toolName: string): string {
   return `-char ${toolName} result; re-run the call if you need it again]`;
@@ -209,9 +201,9 @@ export function planElisions(
       const length = contentText(message.content).length;
       const repeated = identity >= 0 && (copies[identity] ?? 0) > 1;
       const eligible = repeated ? newest[identity] !== index : length > ageMinChars && charsAfter >= ageReclaimMin;
-      const end = eligible ? endFor(message, identity) : '';
-      if (eligible && (!stubsShorterOnly || stubLength(length, end) < length)) {
-        fromEnd.push({ index, stub: stubOf(length, end) });
+      const stub = eligible ? `${STUB_START}${length}${endFor(message, identity)}` : undefined;
+      if (stub !== undefined && (!stubsShorterOnly || stub.length < length)) {
+        fromEnd.push({ index, stub });
         poolChars += length;
       }
     }
@@ -269,10 +261,7 @@ export function planImageElisions(
 export function planPassElisions(
   messages: readonly ChatMessage[],
   regions: Regions,
-  options: Pick<
-    ResolvedOptions,
-    'ageObservations' | 'ageMinChars' | 'ageReclaimMin' | 'stubsShorterOnly' | 'keepImages'
-  >,
+  options: ResolvedOptions,
 ): ElisionPlan {
   const observations = options.ageObservations
     ? planElisions(messages, regions, options)

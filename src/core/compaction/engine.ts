@@ -9,17 +9,8 @@ import {
 import { Assembly, summarizedMiddle } from './assembly.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, finish, startPass, unchanged, type NameReplaced, type Pass } from './pass.js';
-import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
-import {
-  failureOf,
-  Fold,
-  foldPieces,
-  summarizeStepOf,
-  type SummarizeOutcome,
-  type SummarizeStep,
-  type SummaryInput,
-} from './fold.js';
-import { foldInstruction, requestFits } from './pieces.js';
+import { newCalibration, type SummarizerCalibration } from './calibration.js';
+import { failureOf, Fold, foldPieces, type SummarizeOutcome, type SummarizeStep, type SummaryInput } from './fold.js';
 import { baseInstruction, tooLongInstruction, type InstructionText } from './transcript.js';
 import { truncateToFit } from './truncation.js';
 import type { CompactionResult, FallbackReason, TokenCounter } from '../types.js';
@@ -53,7 +44,7 @@ export function* compactionSteps(
   // a result over its limit from one that fitted is a counter's artefact, not an oversized message.
   const oversized = result.exhausted && pass.tokensBefore > pass.aim.limit;
   if (!oversized || !options.truncateOversized) return result;
-  return truncateToFit(pass.input, result, pass.regions.removable, pass.aim.counter, pass.aim.limit);
+  return truncateToFit(pass, result);
 }
 
 function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
@@ -63,26 +54,26 @@ function* passSteps(pass: Pass, hooks: CompactionHooks): CompactionSteps {
   if (elisionEnds(pass, stubbed))
     return finish(pass, { ...unchanged(), messages: stubbed.messages(), elisions: stubbed.elisions });
 
-  const { middle, elided, seen } = summarizedMiddle(pass, stubbed);
+  const middle = summarizedMiddle(pass, stubbed);
   // docs/design.md#no-op
   if (middle.planned.middle.length === 0) return finish(pass, { ...unchanged(), messages: [...pass.input] });
-  const assembly = new Assembly(pass, elided, middle, hooks.nameReplaced);
+  const assembly = new Assembly(pass, middle, hooks.nameReplaced);
 
   // docs/design.md#summary-length
   const summaryRoom = options.summaryTokenCap ? aim.limit - aim.counter.count(assembly.assembledOf('')) : 0;
-  const fold = new Fold(pass, seen, hooks.calibration ?? newCalibration(), summaryRoom);
+  const fold = new Fold(pass, middle.seen, hooks.calibration ?? newCalibration(), summaryRoom);
   // docs/design.md#summarizer-overflow A request refused for its size or past its deadline is cut again smaller.
   for (;;) {
     const input = yield* foldPieces(fold);
     if ('cause' in input) return assembly.trimmed(input);
     const built = firstSummaryStep(pass, assembly, input, fold);
-    const first = yield* ask(built);
-    if (built !== undefined && (first.kind === 'overflow' || first.kind === 'failed')) {
+    const first = yield built;
+    if (first.kind === 'overflow' || first.kind === 'failed') {
       if (fold.recut(built.request, first, fold.rest)) continue;
       return assembly.trimmed(fold.endOf(first, 'summary request'));
     }
-    if (built !== undefined) fold.billed(built.request, first);
-    return yield* summaryAndRetry(pass, assembly, input, first, fold);
+    fold.billed(built.request, first);
+    return yield* summaryAndRetry(assembly, input, first, fold);
   }
 }
 
@@ -93,27 +84,27 @@ const TOO_LONG: FallbackReason = {
 
 /** The summary, then at most one retry: for identifiers it left out (docs/design.md#coverage) or a failed proof (docs/design.md#proof). */
 function* summaryAndRetry(
-  pass: Pass,
   assembly: Assembly,
   input: SummaryInput,
   first: SummarizeOutcome,
   fold: Fold,
 ): CompactionSteps {
-  const { text } = pass;
+  const { text, options } = fold.pass;
   const firstFailure = failureOf(first, 'summary request');
   if (firstFailure !== undefined || first.kind !== 'summary') return assembly.trimmed(firstFailure ?? TOO_LONG);
   const firstText = first.text.trim();
-  const retryNames = pass.options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
+  const retryNames = options.summaryCoverage === 'retry' ? assembly.missing(firstText) : [];
 
   if (assembly.accepts(assembly.assembledOf(firstText))) {
     if (retryNames.length === 0) return withPieces(assembly.accepted(firstText) ?? assembly.trimmed(TOO_LONG), input);
     // Taken only when it keeps more.
     const instruction = `${baseInstruction(text)}\n\n${coverageRetryText(retryNames, firstText.length)}`;
-    const retry = yield* ask(
-      summaryStep(pass, input, 'coverage', instruction, withIdentifiers(text, retryNames), fold),
+    const retried = yield* retry(
+      fold,
+      fold.summaryStep(input, 'coverage', instruction, withIdentifiers(text, retryNames)),
     );
-    if (retry.kind === 'summary' && retry.text.trim() !== '') {
-      const retryText = retry.text.trim();
+    if (retried.kind === 'summary' && retried.text.trim() !== '') {
+      const retryText = retried.text.trim();
       const better = assembly.missing(retryText).length < retryNames.length ? assembly.accepted(retryText) : undefined;
       if (better !== undefined) return withPieces(better, input);
     }
@@ -125,7 +116,7 @@ function* summaryAndRetry(
   const named = retryNames.length > 0;
   const retryText = named ? `${tighter}\n${coverageRetryText(retryNames)}` : tighter;
   const retryCall = named ? withIdentifiers(text, retryNames) : text;
-  const second = yield* ask(summaryStep(pass, input, 'tighter', retryText, retryCall, fold));
+  const second = yield* retry(fold, fold.summaryStep(input, 'tighter', retryText, retryCall));
   const secondFailure = failureOf(second, 'tighter retry');
   if (secondFailure !== undefined || second.kind !== 'summary') return assembly.trimmed(secondFailure ?? TOO_LONG);
   const secondText = second.text.trim();
@@ -135,39 +126,15 @@ function* summaryAndRetry(
 }
 
 /** docs/design.md#coverage The first request names the identifiers the check requires, unless a last piece would not fit with them. */
-function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, fold: Fold): SummarizeStep | undefined {
-  const { text } = pass;
-  const instruction = baseInstruction(text);
+function firstSummaryStep(pass: Pass, assembly: Assembly, input: SummaryInput, fold: Fold): SummarizeStep {
+  const instruction = baseInstruction(pass.text);
   const required = pass.options.summaryCoverage === 'retry' ? assembly.required() : [];
   if (required.length > 0) {
-    const namedText = withIdentifiers(text, required, MAX_REQUIRED_IDENTIFIERS);
-    const named = summaryStep(pass, input, 'summary', instruction, namedText, fold);
-    const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
-    if (
-      named !== undefined &&
-      (input.piece === undefined || window === undefined || requestFits(named.request, window, pass.aim.counter))
-    )
-      return named;
+    const namedText = withIdentifiers(pass.text, required, MAX_REQUIRED_IDENTIFIERS);
+    const named = fold.summaryStep(input, 'summary', instruction, namedText);
+    if (input.piece === undefined || fold.fits(named.request)) return named;
   }
-  return summaryStep(pass, input, 'summary', instruction, text, fold);
-}
-
-/** A step of the summary's request; undefined for a retry whose longer instruction does not fit the summarizer's window. */
-function summaryStep(
-  pass: Pass,
-  input: SummaryInput,
-  purpose: 'summary' | 'tighter' | 'coverage',
-  instruction: string,
-  text: InstructionText,
-  fold: Fold,
-): SummarizeStep | undefined {
-  const window = plannedWindow(pass.options.summarizerContextWindow, fold.calibration);
-  const { piece } = input;
-  const full = piece === undefined ? instruction : foldInstruction(instruction);
-  const built = summarizeStepOf(purpose, full, input.middle, text, fold.maxTokens(), piece);
-  if (window === undefined || purpose === 'summary' || requestFits(built.request, window, pass.aim.counter))
-    return built;
-  return undefined;
+  return fold.summaryStep(input, 'summary', instruction, pass.text);
 }
 
 function withPieces(result: CompactionResult, input: SummaryInput): CompactionResult {
@@ -196,7 +163,10 @@ const overSummarizerWindow: SummarizeOutcome = {
   message: 'over the summarizer window',
 };
 
-/** A step not built fails unsent. At module level: a closure per pass would keep the pass alive until a full GC. */
-function* ask(built: SummarizeStep | undefined): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
-  return built === undefined ? overSummarizerWindow : yield built;
+/**
+ * A retry, sent only when its longer instruction fits the summarizer's window. At module level: a closure per pass
+ * would keep the pass alive until a full GC.
+ */
+function* retry(fold: Fold, step: SummarizeStep): Generator<SummarizeStep, SummarizeOutcome, SummarizeOutcome> {
+  return fold.fits(step.request) ? yield step : overSummarizerWindow;
 }

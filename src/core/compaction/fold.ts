@@ -9,7 +9,7 @@ import {
   type SummarizerCalibration,
 } from './calibration.js';
 import type { Pass } from './pass.js';
-import { cutPieces, foldedMiddle } from './pieces.js';
+import { cutPieces, foldedMiddle, foldInstruction, requestFits } from './pieces.js';
 import { baseInstruction, requestChars, requestFor, summarizerMessages, type InstructionText } from './transcript.js';
 import type { ChatMessage, FallbackReason, SummarizeRequest, Usage } from '../types.js';
 
@@ -96,6 +96,23 @@ export class Fold {
     return summaryMaxTokens(this.summaryRoom, this.pass.options.summarizerContextWindow, this.calibration);
   }
 
+  /** A step of the summary's own request (its instruction folded when the middle came in pieces). */
+  summaryStep(
+    input: SummaryInput,
+    purpose: SummarizeStep['purpose'],
+    instruction: string,
+    text: InstructionText,
+  ): SummarizeStep {
+    const full = input.piece === undefined ? instruction : foldInstruction(instruction);
+    return summarizeStepOf(purpose, full, input.middle, text, this.maxTokens(), input.piece);
+  }
+
+  /** Whether a request fits the summarizer's window as planned now. */
+  fits(request: SummarizeRequest): boolean {
+    const window = plannedWindow(this.pass.options.summarizerContextWindow, this.calibration);
+    return window === undefined || requestFits(request, window, this.pass.aim.counter);
+  }
+
   estimate(request: SummarizeRequest): number {
     return this.pass.aim.counter.count(summarizerMessages(request));
   }
@@ -146,38 +163,30 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
       };
     if (cut === undefined) return { middle: fold.rest, piece: undefined };
     const of = fold.done + cut.pieces.length;
-    let recut = false;
-    for (let index = 0; index < cut.pieces.length - 1 && !recut; index += 1) {
-      const middle = foldedMiddle(cut, index, fold.carried, text.summaryInstructions, aim.counter);
+    const last = cut.pieces.length - 1;
+    for (let index = 0; index <= last; index += 1) {
+      const middle = foldedMiddle(cut, index, fold.carried);
+      const which = index === last ? 'last' : 'next';
       if (middle === undefined)
-        return { cause: 'over-summarizer-window', message: 'the summary so far leaves no room for the next piece' };
-      const step = summarizeStepOf('piece', cut.instruction, middle, text, fold.maxTokens(), {
-        index: fold.done + 1,
-        of,
-      });
+        return { cause: 'over-summarizer-window', message: `the summary so far leaves no room for the ${which} piece` };
+      const piece = { index: fold.done + 1, of };
+      if (index === last) {
+        fold.rest = cut.pieces[last] ?? [];
+        return { middle, piece };
+      }
+      const step = summarizeStepOf('piece', cut.instruction, middle, text, fold.maxTokens(), piece);
       const outcome = yield step;
       if (outcome.kind === 'summary' && outcome.text.trim() !== '') {
         fold.billed(step.request, outcome);
         fold.carried = outcome.text.trim();
         fold.before += cut.pieces[index]?.length ?? 0;
         fold.done += 1;
-        // The first bill replaces the uncalibrated ratio the cut was made with.
-        if (plannedWindow(options.summarizerContextWindow, fold.calibration) !== window) {
-          fold.rest = cut.pieces.slice(index + 1).flat();
-          recut = true;
-        }
-        continue;
-      }
-      if (!fold.recut(step.request, outcome, cut.pieces.slice(index).flat()))
+        // The first bill replaces the uncalibrated ratio the cut was made with: the rest is cut again.
+        if (plannedWindow(options.summarizerContextWindow, fold.calibration) === window) continue;
+        fold.rest = cut.pieces.slice(index + 1).flat();
+      } else if (!fold.recut(step.request, outcome, cut.pieces.slice(index).flat()))
         return fold.endOf(outcome, `piece ${fold.done + 1} of ${of}`);
-      recut = true;
+      break;
     }
-    if (recut) continue;
-    const last = cut.pieces.length - 1;
-    const middle = foldedMiddle(cut, last, fold.carried, text.summaryInstructions, aim.counter);
-    if (middle === undefined)
-      return { cause: 'over-summarizer-window', message: 'the summary so far leaves no room for the last piece' };
-    fold.rest = cut.pieces[last] ?? [];
-    return { middle, piece: { index: fold.done + 1, of } };
   }
 }

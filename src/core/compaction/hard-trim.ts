@@ -9,11 +9,14 @@ export function hardTrim(
   messages: readonly ChatMessage[],
   regions: Regions,
   aim: Aim,
-  marker?: (dropped: readonly number[]) => string,
+  nameReplaced?: NameReplaced,
 ): { messages: ChatMessage[]; dropped: number; cutIndex: number; trimMarker?: string } {
   const boundaries = [0, ...trimBoundaries(regions)];
-  const markerOf = (prefix: number): string =>
-    prefix === 0 || marker === undefined ? '' : marker(regions.middle.slice(0, prefix));
+  // docs/design.md#recall A marker only when there are ids to name.
+  const markerOf = (prefix: number): string => {
+    const named = prefix === 0 ? '' : (nameReplaced?.('trim', regions.middle.slice(0, prefix)) ?? '');
+    return named === '' ? '' : `[${prefix} earlier messages dropped by the harness to fit the context]${named}`;
+  };
   // The middle ascends: a mask and a bound, not a Set per probe (hot at 100k messages).
   const without = (prefix: number): ChatMessage[] => {
     const last = prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1);
@@ -42,16 +45,5 @@ export function hardTrim(
     dropped: prefix,
     cutIndex: prefix === 0 ? -1 : (regions.middle[prefix - 1] ?? -1),
     ...(trimMarker === '' ? {} : { trimMarker }),
-  };
-}
-
-/** A hard trim's marker (docs/design.md#recall), only when there are ids to name. */
-export function trimMarkerOf(
-  nameReplaced: NameReplaced | undefined,
-): ((dropped: readonly number[]) => string) | undefined {
-  if (nameReplaced === undefined) return undefined;
-  return (dropped) => {
-    const named = nameReplaced('trim', dropped);
-    return named === '' ? '' : `[${dropped.length} earlier messages dropped by the harness to fit the context]${named}`;
   };
 }

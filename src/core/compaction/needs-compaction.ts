@@ -1,7 +1,7 @@
 // Sandbox-safe: whether a conversation needs compaction now, and in how many pieces (docs/design.md#needs-compaction).
 import { epochPays, planWindow, summarizedLastRound, worthStarting } from './economics.js';
 import { summarizedMiddle } from './assembly.js';
-import { applyElisions, elides, planPassElisions } from './elision.js';
+import { elides, planPassElisions } from './elision.js';
 import type { CallOverrides, ResolvedOptions } from './options.js';
 import { elide, elisionEnds, startPass, triggerOf, type Pass } from './pass.js';
 import { newCalibration, plannedWindow, type SummarizerCalibration } from './calibration.js';
@@ -28,7 +28,7 @@ function needsOf(pass: Pass): boolean {
     // docs/design.md#no-thrash Within the limit, never two compactions in consecutive rounds.
     if (lastRound()) return false;
     if (elisionEnds(pass, elide(pass))) return true;
-    return worthStarting(planWindow(pass.input, pass.regions, aim, options), aim);
+    return worthStarting(planWindow(pass), aim);
   }
   if (!elides(options) || pass.regions.middle.length === 0 || options.elisionEpochs === 'never') return false;
   // An epoch is a compaction too.
@@ -36,8 +36,7 @@ function needsOf(pass: Pass): boolean {
   const plan = planPassElisions(pass.input, pass.regions, options);
   if (plan.poolChars < options.ageReclaimMin) return false;
   if (options.elisionEpochs === 'batch') return true;
-  const elided = applyElisions(pass.input, plan.elisions);
-  return epochPays(pass.input, elided, plan.elisions, pass.regions, aim, pass.tokensBefore, options);
+  return epochPays(pass, plan.elisions);
 }
 
 /** `needsCompactionCore`, and how many pieces the summary would take as `calibration` stands. */
@@ -52,16 +51,11 @@ export function compactionPlanCore(
   const needed = needsOf(pass);
   const window = plannedWindow(options.summarizerContextWindow, calibration);
   if (!needed || window === undefined) return { needed };
-  const pieces = summaryPiecesOf(pass, window);
-  return pieces === undefined ? { needed } : { needed, summaryPieces: pieces };
-}
-
-/** Undefined when the pass would send one request or none. */
-function summaryPiecesOf(pass: Pass, window: number): number | undefined {
+  // Only a pass that would summarize takes pieces.
   const stubbed = elide(pass);
-  if (elisionEnds(pass, stubbed)) return undefined;
-  const { middle, seen } = summarizedMiddle(pass, stubbed);
-  if (middle.planned.middle.length === 0) return undefined;
+  if (elisionEnds(pass, stubbed)) return { needed };
+  const { planned, seen } = summarizedMiddle(pass, stubbed);
+  if (planned.middle.length === 0) return { needed };
   const cut = cutPieces(seen, baseInstruction(pass.text), pass.text.summaryInstructions, pass.aim.counter, window);
-  return cut === undefined || cut === 'unfit' ? undefined : cut.pieces.length;
+  return cut === undefined || cut === 'unfit' ? { needed } : { needed, summaryPieces: cut.pieces.length };
 }

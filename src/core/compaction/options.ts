@@ -173,8 +173,6 @@ true satisfies SameKeys<CompactionOptions, typeof optionsSchema.shape>;
 
 /** Applies defaults and validates, naming the option at fault (and the closest name to an unknown one). */
 export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidInputError(field, 'must be an object with at least contextBudget');
   assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
   const { retryBackoff, ...rest } = checkWith(optionsSchema, options, field);
   if (rest.targetRatio > rest.triggerRatio) {
@@ -212,8 +210,7 @@ export function checkInstructionText(value: unknown, field: string): string | un
 }
 
 export function checkKeepUserMessages(value: unknown, field: string): boolean | undefined {
-  if (value === undefined || typeof value === 'boolean') return value;
-  throw new InvalidInputError(field, `must be true or false, got ${JSON.stringify(value)}`);
+  return checkWith(z.boolean().optional(), value, field);
 }
 
 /** The numbers one compaction works with: over `trigger` it compacts, the hard trim aims at `trimTo`, over `limit` it is exhausted. */

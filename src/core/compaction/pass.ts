@@ -1,5 +1,5 @@
 // Sandbox-safe: one pass's validated input and what every rule of a pass reads of it (docs/design.md#pass).
-import { applyElisions, elides, planPassElisions } from './elision.js';
+import { applyElisions, planPassElisions } from './elision.js';
 import type { Aim, CallOverrides, ResolvedOptions } from './options.js';
 import { findRegions, type Regions } from './regions.js';
 import { keptTask, type InstructionText } from './transcript.js';
@@ -86,29 +86,19 @@ function elidedOf(pass: Pass, elisions: Elision[]): Elided {
 }
 
 export function elide(pass: Pass, nameReplaced?: NameReplaced): Elided {
-  if (!elides(pass.options)) return elidedOf(pass, []);
-  const planned = planPassElisions(pass.input, pass.regions, pass.options).elisions;
   // docs/design.md#recall A tool result's stub names what it replaced.
-  const elisions =
-    nameReplaced === undefined
-      ? planned
-      : planned.map((elision) =>
-          elision.content === undefined
-            ? { ...elision, stub: `${elision.stub}${nameReplaced('stub', [elision.index])}` }
-            : elision,
-        );
-  return elidedOf(pass, elisions);
+  const named = (elision: Elision): Elision =>
+    nameReplaced === undefined || elision.content !== undefined
+      ? elision
+      : { ...elision, stub: `${elision.stub}${nameReplaced('stub', [elision.index])}` };
+  return elidedOf(pass, planPassElisions(pass.input, pass.regions, pass.options).elisions.map(named));
 }
 
 /** `elided` without the elisions at `positions` (a user message kept verbatim keeps its images too). */
 export function elidedExcept(pass: Pass, elided: Elided, positions: readonly number[]): Elided {
-  if (positions.length === 0) return elided;
   const spared = new Set(positions);
-  if (!elided.elisions.some((elision) => spared.has(elision.index))) return elided;
-  return elidedOf(
-    pass,
-    elided.elisions.filter((elision) => !spared.has(elision.index)),
-  );
+  const kept = elided.elisions.filter((elision) => !spared.has(elision.index));
+  return kept.length === elided.elisions.length ? elided : elidedOf(pass, kept);
 }
 
 /** Over this, a pass is over the trigger; at or below it, a pass that elides is an elision-only epoch. */

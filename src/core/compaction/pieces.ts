@@ -31,6 +31,8 @@ export interface Pieces {
   /** The input room of every request, in tokens. */
   room: number;
   instruction: string;
+  /** The counter's tokens of the request for a transcript with this instruction. */
+  tokensOf: (middle: ChatMessage[]) => number;
   pieces: ChatMessage[][];
   /** How many messages of the middle a summary so far covers (a fold cut again part-way); 0 for the whole middle. */
   before: number;
@@ -103,17 +105,11 @@ export function cutPieces(
     used += cost;
   }
   close();
-  return { room, instruction: folded, pieces, before: after?.before ?? 0 };
+  return { room, instruction: folded, tokensOf, pieces, before: after?.before ?? 0 };
 }
 
 /** The transcript of a piece's request: the summary so far (cut to fit), then the piece; undefined when nothing fits. */
-export function foldedMiddle(
-  pieces: Pieces,
-  index: number,
-  carried: string | undefined,
-  instructions: string | undefined,
-  counter: TokenCounter,
-): ChatMessage[] | undefined {
+export function foldedMiddle(pieces: Pieces, index: number, carried: string | undefined): ChatMessage[] | undefined {
   const piece = pieces.pieces[index] ?? [];
   if (carried === undefined) return piece;
   const limit = pieces.room - Math.ceil(pieces.room * RETRY_SHARE);
@@ -122,9 +118,7 @@ export function foldedMiddle(
     { role: 'user', content: summaryContent(capText(carried, chars), before) },
     ...piece,
   ];
-  const fits = (chars: number): boolean =>
-    counter.count(summarizerMessages(requestFor(pieces.instruction, withText(chars), instructions))) <= limit;
-  const chars = largestFitting(carried.length, fits);
+  const chars = largestFitting(carried.length, (length) => pieces.tokensOf(withText(length)) <= limit);
   return chars === undefined ? undefined : withText(chars);
 }
 

@@ -54,9 +54,8 @@ export class CallOwners {
   /** The tool name of the call a result answers. */
   nameOf(index: number, callId: string): string | undefined {
     const owner = this.of(index, callId);
-    return owner === undefined
-      ? undefined
-      : this.messages[owner]?.tool_calls?.find((call) => call.id === callId)?.function.name;
+    const calls = owner === undefined ? undefined : this.messages[owner]?.tool_calls;
+    return calls?.find((call) => call.id === callId)?.function.name;
   }
 
   private collect(): (number | undefined)[] {
@@ -72,11 +71,7 @@ export class CallOwners {
 }
 
 /** What a compaction may remove: not sticky (nor `task`), nor in a group with a sticky message. Session replay uses it too. */
-export function removableMask(
-  messages: readonly ChatMessage[],
-  groups: Groups = toolGroups(messages),
-  task = -1,
-): Uint8Array {
+export function removableMask(messages: readonly ChatMessage[], groups = toolGroups(messages), task = -1): Uint8Array {
   const count = messages.length;
   const sticky = new Uint8Array(count);
   const pinned = new Uint8Array(count);
@@ -92,19 +87,11 @@ export function removableMask(
 }
 
 /** The start of the recent window: `keepRecent` from the end, moved back so that no group straddles it. */
-export function findCut(
-  messages: readonly ChatMessage[],
-  keepRecent: number,
-  groups: Groups = toolGroups(messages),
-): number {
+export function findCut(messages: readonly ChatMessage[], keepRecent: number, groups = toolGroups(messages)): number {
   return cutFrom(messages, Math.max(0, messages.length - keepRecent), groups);
 }
 
-export function cutFrom(
-  messages: readonly ChatMessage[],
-  start: number,
-  groups: Groups = toolGroups(messages),
-): number {
+export function cutFrom(messages: readonly ChatMessage[], start: number, groups: Groups): number {
   let cut = start;
   while (cut > 0 && cut < messages.length && messages[cut]?.role === 'tool') cut -= 1;
   // A turn whose results are separated from it by another message must not straddle the cut either.
@@ -120,19 +107,14 @@ export function cutFrom(
 }
 
 /** The start of the smallest recent window that holds the last complete turn (docs/design.md#window-gives-way). */
-export function lastTurnCut(messages: readonly ChatMessage[], groups: Groups = toolGroups(messages)): number {
+export function lastTurnCut(messages: readonly ChatMessage[], groups: Groups): number {
   let last = messages.length - 1;
   while (last >= 0 && messages[last]?.role !== 'assistant') last -= 1;
   return cutFrom(messages, last >= 0 ? last : Math.max(0, messages.length - 1), groups);
 }
 
 /** Every valid start of a recent window in `(after, upTo]`, ascending (the positions {@link cutFrom} leaves). O(n). */
-export function windowStarts(
-  messages: readonly ChatMessage[],
-  after: number,
-  upTo: number,
-  groups: Groups = toolGroups(messages),
-): number[] {
+export function windowStarts(messages: readonly ChatMessage[], after: number, upTo: number, groups: Groups): number[] {
   const starts: number[] = [];
   let smallestGroup = Number.POSITIVE_INFINITY;
   const from = Math.max(0, after + 1);
@@ -161,15 +143,10 @@ export interface Regions {
 export function findRegions(messages: readonly ChatMessage[], keepRecent: number, keepTask = false): Regions {
   const groups = toolGroups(messages);
   const task = keepTask ? messages.findIndex((message) => message.role === 'user') : -1;
-  return regionsAt(messages, findCut(messages, keepRecent, groups), groups, removableMask(messages, groups, task));
+  return regionsAt(findCut(messages, keepRecent, groups), groups, removableMask(messages, groups, task));
 }
 
-export function regionsAt(
-  messages: readonly ChatMessage[],
-  cut: number,
-  groups: Groups,
-  removable: Uint8Array,
-): Regions {
+export function regionsAt(cut: number, groups: Groups, removable: Uint8Array): Regions {
   const count = removable.length;
   const inMiddle = new Uint8Array(count);
   let size = 0;

@@ -1,6 +1,7 @@
 // Sandbox-safe: the last resort (docs/design.md#truncation): the largest removable messages cut middle-out until it fits.
 import { contentText } from '../counting/tokens.js';
-import type { ChatMessage, CompactionResult, ContentPart, Elision, TokenCounter, Truncation } from '../types.js';
+import type { ChatMessage, CompactionResult, ContentPart, Elision, Truncation } from '../types.js';
+import type { Pass } from './pass.js';
 import { isSummaryMessage } from './transcript.js';
 
 /** A truncated message keeps at least this many characters of its text. */
@@ -46,27 +47,20 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
 }
 
 /** Cuts the largest truncatable messages middle-out, each as far as needed, until `result` fits `limit`; each cut is an elision. */
-export function truncateToFit(
-  input: readonly ChatMessage[],
-  result: CompactionResult,
-  removable: Uint8Array,
-  counter: TokenCounter,
-  limit: number,
-): CompactionResult {
+export function truncateToFit(pass: Pass, result: CompactionResult): CompactionResult {
+  const { counter, limit } = pass.aim;
   const position = new Map<ChatMessage, number>();
   result.messages.forEach((message, index) => position.set(message, index));
-  const candidates = input
-    .map((message, index) => ({ message, index, at: position.get(message), text: longestText(message.content) }))
-    .filter(
-      (candidate): candidate is typeof candidate & { at: number; text: { text: string; part: number } } =>
-        candidate.at !== undefined &&
-        removable[candidate.index] === 1 &&
-        !uncuttable.has(candidate.message) &&
-        (candidate.message.role === 'tool' || candidate.message.role === 'user') &&
-        !isSummaryMessage(candidate.message) &&
-        candidate.text !== undefined &&
-        candidate.text.text.length > TRUNCATION_MIN_KEEP,
-    )
+  const candidates = pass.input
+    .flatMap((message, index) => {
+      const at = position.get(message);
+      const text = longestText(message.content);
+      if (at === undefined || text === undefined || text.text.length <= TRUNCATION_MIN_KEEP) return [];
+      const cuttable = (message.role === 'tool' || message.role === 'user') && !isSummaryMessage(message);
+      return cuttable && pass.regions.removable[index] === 1 && !uncuttable.has(message)
+        ? [{ message, index, at, text }]
+        : [];
+    })
     .sort((a, b) => b.text.text.length - a.text.text.length || a.index - b.index);
 
   const messages = [...result.messages];

@@ -137,12 +137,16 @@ export function serializeMessage(message: ChatMessage): string {
 
 /** `sha256Hex(JSON.stringify(toProviderMessages(messages.slice(0, count))))`; a spurious difference costs a `UsageCounter` only a fallback. */
 export function digestMessagePrefix(messages: readonly ChatMessage[], count: number = messages.length): string {
-  const end = Math.max(0, Math.min(count, messages.length));
+  return digestJsonArray(messages, Math.max(0, Math.min(count, messages.length)), serializeMessage);
+}
+
+/** SHA-256 of the JSON array of `items[0..end)`, each serialized on its own: the whole array is never one string. */
+export function digestJsonArray<T>(items: readonly T[], end: number, serialize: (item: T) => string): string {
   const hash = new Sha256().update('[');
   for (let i = 0; i < end; i++) {
     if (i > 0) hash.update(',');
-    const message = messages[i];
-    hash.update(message === undefined ? 'null' : serializeMessage(message));
+    const item = items[i];
+    hash.update(item === undefined ? 'null' : serialize(item));
   }
   return hash.update(']').digestHex();
 }

@@ -95,11 +95,6 @@ export function groupDigits(value: number): string {
   return (value < 0 ? '-' : '') + String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-function base64Bytes(data: string): number {
-  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
-  return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
-}
-
 export function imageSizeLabel(image: ImagePartInfo): string | undefined {
   return image.size === undefined ? undefined : `${image.size.width}×${image.size.height} ${image.size.format}`;
 }
@@ -128,6 +123,9 @@ function stringOf(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/** The bytes base64 `data` holds, e.g. `48,000 bytes`. */
 function bytesOf(data: unknown): string | undefined {
-  return typeof data === 'string' ? `${groupDigits(base64Bytes(data))} bytes` : undefined;
+  if (typeof data !== 'string') return undefined;
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return `${groupDigits(Math.max(0, Math.floor((data.length * 3) / 4) - padding))} bytes`;
 }

@@ -1,6 +1,6 @@
 // Sandbox-safe: a complete-request adapter that adds a backend's tool declarations and framing to a counter (docs/design.md#request-framing).
-import { InvalidInputError } from '../errors.js';
-import { isRecord } from '../schema.js';
+import { z } from 'zod';
+import { checkWith } from '../schema.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 import { assertTokenAmount } from './tokens.js';
 
@@ -30,22 +30,16 @@ export interface RequestCounter extends TokenCounter {
   readonly perRequest: number;
 }
 
+/** What counting needs of a declaration: its function's name (the rest is counted as written). */
+const toolsSchema = z.array(z.looseObject({ function: z.looseObject({ name: z.string() }) }));
+
 /**
  * `counter.count(messages) + toolTokens + perRequest`, `toolTokens` the JSON of `tools` as one system message (OpenAI
  * renders them more compactly: the safe side). Wrap an estimator: a `UsageCounter`'s billed counts include them.
  */
 export function withRequestFraming(counter: TokenCounter, options: RequestFramingOptions = {}): RequestCounter {
   const { tools = [], perRequest = 0 } = options;
-  if (!Array.isArray(tools)) throw new InvalidInputError('options.tools', 'must be an array of tool declarations');
-  tools.forEach((tool: unknown, index) => {
-    if (!isRecord(tool) || !('function' in tool))
-      throw new InvalidInputError(
-        `options.tools[${index}]`,
-        'must be a tool declaration { type: "function", function: { name, ... } }',
-      );
-    if (!isRecord(tool.function) || typeof tool.function.name !== 'string')
-      throw new InvalidInputError(`options.tools[${index}].function.name`, 'must be a string');
-  });
+  checkWith(toolsSchema, tools, 'options.tools');
   assertTokenAmount('perRequest', perRequest);
   const toolsMessage: ChatMessage = { role: 'system', content: JSON.stringify(tools) };
   const toolTokens = tools.length === 0 ? 0 : Math.max(0, counter.count([toolsMessage]) - counter.count([]));

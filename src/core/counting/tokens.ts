@@ -1,16 +1,12 @@
 // Sandbox-safe: the default character estimator and the character measures the engine uses.
 import { InvalidInputError } from '../errors.js';
 import { imageTokens, isTextPart, partJsonChars } from './parts.js';
-import type { ChatMessage, ContentPart, TokenCounter, ToolCall } from '../types.js';
+import type { ChatMessage, TokenCounter, ToolCall } from '../types.js';
 
 export function contentText(content: ChatMessage['content']): string {
   if (content === null) return '';
   if (typeof content === 'string') return content;
-  return content.map(partText).join('');
-}
-
-function partText(part: ContentPart): string {
-  return isTextPart(part) ? part.text : '';
+  return content.map((part) => (isTextPart(part) ? part.text : '')).join('');
 }
 
 export function messageChars(message: ChatMessage): number {

@@ -1,6 +1,6 @@
 // Sandbox-safe: a token counter calibrated by what the provider billed (docs/design.md#usage-counter); state is plain JSON.
 import { z } from 'zod';
-import { Sha256, digestMessagePrefix } from './digest.js';
+import { digestJsonArray, digestMessagePrefix } from './digest.js';
 import { InvalidInputError } from '../errors.js';
 import { checkWith } from '../schema.js';
 import { defaultCounter } from './tokens.js';
@@ -115,15 +115,6 @@ function serializeSnapshot(snapshot: Snapshot): string {
     json += `${JSON.stringify(snapshot.keys[i])}:${serializeSnapshot(snapshot.values[i] ?? null)}`;
   }
   return `${json}}`;
-}
-
-function digestSnapshots(snapshots: readonly Snapshot[]): string {
-  const hash = new Sha256().update('[');
-  for (let i = 0; i < snapshots.length; i++) {
-    if (i > 0) hash.update(',');
-    hash.update(serializeSnapshot(snapshots[i] ?? null));
-  }
-  return hash.update(']').digestHex();
 }
 
 /** Whether `value` serializes as the data `snapshot` was taken from; 'unknown' when it is not plain JSON data. */
@@ -276,7 +267,7 @@ function digestOf(calibration: Calibration): string {
   if (calibration.digest === undefined) {
     if (calibration.snapshots === undefined)
       throw new Error('UsageCounter: a calibration without digest nor snapshots');
-    calibration.digest = digestSnapshots(calibration.snapshots);
+    calibration.digest = digestJsonArray(calibration.snapshots, calibration.snapshots.length, serializeSnapshot);
   }
   return calibration.digest;
 }

@@ -72,12 +72,9 @@ function askedBefore(messages: readonly AiSdkMessage[]): Set<string> {
   let at = messages.length - 1;
   while (at >= 0 && messages[at]?.role === 'tool') at -= 1;
   const last = messages[at];
-  const asked = new Set<string>();
-  if (last?.role !== 'assistant' || typeof last.content === 'string') return asked;
-  for (const part of last.content)
-    if (part.type === 'tool-call' && typeof part.toolCallId === 'string' && part.providerExecuted !== true)
-      asked.add(part.toolCallId);
-  return asked;
+  if (last?.role !== 'assistant' || typeof last.content === 'string') return new Set();
+  const calls = last.content.filter((part) => part.type === 'tool-call' && part.providerExecuted !== true);
+  return new Set(calls.map((part) => String(part.toolCallId)));
 }
 
 function assertAiSdkMessage(

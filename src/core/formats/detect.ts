@@ -47,9 +47,8 @@ export function formatMarks(value: unknown): FormatMark[] {
     marks.push({ where: 'system', what: 'a "system" field beside "messages"', formats: ['anthropic'] });
   const messages: unknown = body === undefined ? value : body.messages;
   if (!Array.isArray(messages)) return marks;
-  messages.forEach((item: unknown, index) => {
-    const message = isRecord(item) ? item : undefined;
-    if (message === undefined) return;
+  messages.forEach((message: unknown, index) => {
+    if (!isRecord(message)) return;
     const at = `messages[${index}]`;
     const { role, content } = message;
     if (role === 'system') marks.push({ where: `${at}.role`, what: 'role "system"', formats: ['openai', 'ai-sdk'] });
@@ -64,10 +63,9 @@ export function formatMarks(value: unknown): FormatMark[] {
       if (message[field] !== undefined)
         marks.push({ where: `${at}.${field}`, what: `a "${field}" field`, formats: ['openai'] });
     if (!Array.isArray(content)) return;
-    content.forEach((item: unknown, position) => {
-      const part = isRecord(item) ? item : undefined;
-      const formats = part === undefined ? undefined : partFormats(part);
-      if (part !== undefined && formats !== undefined)
+    content.forEach((part: unknown, position) => {
+      const formats = isRecord(part) ? partFormats(part) : undefined;
+      if (isRecord(part) && formats !== undefined)
         marks.push({ where: `${at}.content[${position}].type`, what: `a "${String(part.type)}" part`, formats });
     });
   });

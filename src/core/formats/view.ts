@@ -54,13 +54,8 @@ export class EngineMessages {
     callOf: (part: Part) => ToolCall | undefined,
     origin: Origin,
   ): void {
-    const calls: ToolCall[] = [];
-    const parts: ContentPart[] = [];
-    for (const part of content) {
-      const call = callOf(part);
-      if (call === undefined) parts.push(part);
-      else calls.push(call);
-    }
+    const calls = content.flatMap((part) => callOf(part) ?? []);
+    const parts: ContentPart[] = content.filter((part) => callOf(part) === undefined);
     if (calls.length === 0) this.push({ role: 'assistant', content: parts }, origin);
     else this.push({ role: 'assistant', content: parts.length === 0 ? null : parts, tool_calls: calls }, origin);
   }
@@ -71,15 +66,13 @@ export class EngineMessages {
     parts: readonly Part[],
     toolMessage: (part: Part) => ChatMessage | undefined,
   ): void {
-    const others: ContentPart[] = [];
-    const results: Array<{ message: ChatMessage; block: number }> = [];
-    parts.forEach((part, block) => {
-      const message = toolMessage(part);
-      if (message === undefined) others.push(part);
-      else results.push({ message, block });
+    const results = parts.map((part) => toolMessage(part));
+    const others: ContentPart[] = parts.filter((_, block) => results[block] === undefined);
+    if (others.length > 0 || others.length === parts.length)
+      this.push({ role: 'user', content: others }, { message: index });
+    results.forEach((message, block) => {
+      if (message !== undefined) this.push(message, { message: index, block });
     });
-    if (others.length > 0 || results.length === 0) this.push({ role: 'user', content: others }, { message: index });
-    for (const { message, block } of results) this.push(message, { message: index, block });
   }
 }
 
@@ -128,6 +121,7 @@ function mapBack<Message>(
   { sources, withStubs, summary }: Rebuild<Message>,
 ): MappedCompactionResult<Message> {
   const engineIndex = new Map(engine.map((message, index) => [message, index]));
+  const sourceOf = (index: number): number => origins[index]?.message ?? -1;
   const fates: Fate[] = engine.map(() => undefined);
   const order: Array<number | 'summary'> = [];
   const elisions = result.elisions.filter(({ index }) => index > result.cutIndex);
@@ -162,7 +156,7 @@ function mapBack<Message>(
       output.push(summary(result.summary ?? ''));
       continue;
     }
-    const source = origins[entry]?.message ?? -1;
+    const source = sourceOf(entry);
     if (source < 0 || emitted.has(source)) continue;
     emitted.add(source);
     const own = pieces.get(source) ?? [];
@@ -179,21 +173,18 @@ function mapBack<Message>(
     output.push(stubs.size === 0 ? message : withStubs(message, stubs));
   }
 
-  const dropped = sources.length - emitted.size;
   const { messages: _engineMessages, elisions: engineElisions, cutIndex, userMessages, ...counts } = result;
   return {
     ...counts,
     // docs/design.md#user-words A kept user message is one input message of its own.
     ...(userMessages === undefined
       ? {}
-      : {
-          userMessages: { ...userMessages, keptAt: userMessages.keptAt.map((index) => origins[index]?.message ?? -1) },
-        }),
+      : { userMessages: { ...userMessages, keptAt: userMessages.keptAt.map(sourceOf) } }),
     messages: output,
-    dropped,
-    cutIndex: cutIndex < 0 ? -1 : (origins[cutIndex]?.message ?? -1),
+    dropped: sources.length - emitted.size,
+    cutIndex: cutIndex < 0 ? -1 : sourceOf(cutIndex),
     elisions: engineElisions.map(({ index, stub }) => ({
-      index: origins[index]?.message ?? -1,
+      index: sourceOf(index),
       block: origins[index]?.block ?? -1,
       stub,
     })),

@@ -72,16 +72,11 @@ export function readEarlierSummaries(texts: readonly string[]): EarlierSummaries
   };
   for (const whole of texts) {
     // The lines after the sections list identifiers, not items: read apart, never copied as an item.
-    const listed: string[][] = [];
-    const text = whole
-      .split(/\r?\n/)
-      .filter((line) => {
-        const identifiers = listedIdentifiers(line);
-        if (identifiers !== undefined) listed.push(identifiers);
-        return identifiers === undefined;
-      })
-      .join('\n');
-    if (listed.length > 0) earlier.identifiers = [...new Set(listed.flat())];
+    const lines = whole.split(/\r?\n/);
+    const listed = lines.map(listedIdentifiers);
+    if (listed.some((identifiers) => identifiers !== undefined))
+      earlier.identifiers = [...new Set(listed.flatMap((identifiers) => identifiers ?? []))];
+    const text = lines.filter((_, index) => listed[index] === undefined).join('\n');
     for (const { section, lines } of summaryItems(text)) {
       const head = lines[0] ?? '';
       const omitted = OMITTED_LINE.exec(head);

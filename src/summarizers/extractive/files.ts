@@ -158,14 +158,10 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
 
   for (const call of transcript.calls) {
     const fields = argumentFields(call.args);
-    const subcommand = COMMAND_KEYS.map((key) => fields[key]).find(
-      (value) => value !== undefined && value.trim() !== '',
-    );
+    const subcommand = COMMAND_KEYS.map((key) => fields[key]).find((value) => value?.trim());
     const isCommandLine = subcommand !== undefined && (SHELL_TOOLS.test(call.name) || /\s/.test(subcommand.trim()));
-    const argPaths = PATH_KEYS.map((key) => fields[key]).filter(
-      (value): value is string => value !== undefined && value.trim() !== '',
-    );
-    const paths = [...argPaths.map((path) => path.trim()), ...(isCommandLine ? pathsInCommand(subcommand) : [])];
+    const argPaths = PATH_KEYS.flatMap((key) => fields[key]?.trim() || []);
+    const paths = [...argPaths, ...(isCommandLine ? pathsInCommand(subcommand) : [])];
     const error = call.result?.error;
     // str_replace_editor's `command` is a sub-action (`view`, `create`), not a shell command.
     const action = subcommand !== undefined && !isCommandLine ? `${call.name} ${subcommand.trim()}` : call.name;

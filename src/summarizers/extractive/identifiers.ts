@@ -39,25 +39,23 @@ function factText(message: ChatMessage): string {
 
 /** File names (last segment) the user's turns, earlier goals and the kept task name. */
 function taskFiles(turns: Turns, task: string | undefined): Set<string> {
-  const names = new Set<string>();
-  const texts = [
-    ...turns.users.map((turn) => turn.text),
-    ...turns.earlier.goals,
-    ...(task === undefined ? [] : [task]),
-  ];
-  for (const text of texts) for (const path of pathsInCommand(text)) names.add(path.split('/').at(-1) ?? path);
-  return names;
+  const texts = [...turns.users.map((turn) => turn.text), ...turns.earlier.goals, task ?? ''];
+  return new Set(texts.flatMap(pathsInCommand).map(fileName));
+}
+
+function fileName(path: string): string {
+  return path.split('/').at(-1) ?? path;
 }
 
 /** Call ids whose arguments name one of `files`. */
 function callsOnTaskFiles(turns: Turns, files: ReadonlySet<string>): Set<string> {
-  const ids = new Set<string>();
-  if (files.size === 0) return ids;
-  for (const call of turns.calls) {
-    const paths = Object.values(argumentFields(call.args)).flatMap(pathsInCommand);
-    if (paths.some((path) => files.has(path.split('/').at(-1) ?? path))) ids.add(call.id);
-  }
-  return ids;
+  if (files.size === 0) return new Set();
+  const named = turns.calls.filter((call) =>
+    Object.values(argumentFields(call.args)).some((value) =>
+      pathsInCommand(value).some((path) => files.has(fileName(path))),
+    ),
+  );
+  return new Set(named.map((call) => call.id));
 }
 
 /**
@@ -115,13 +113,10 @@ export function lineLength(identifiers: readonly string[]): number {
 export function identifiersLine(ranked: readonly string[], summary: string, room: number): string {
   const named = identifiersIn(summary);
   let line = IDENTIFIERS_PREFIX;
-  let listed = 0;
   for (const identifier of ranked) {
     if (named.has(identifier)) continue;
-    const next = `${line}${listed === 0 ? ' ' : ', '}${identifier}`;
-    if (next.length > room) continue;
-    line = next;
-    listed += 1;
+    const next = `${line}${line === IDENTIFIERS_PREFIX ? ' ' : ', '}${identifier}`;
+    if (next.length <= room) line = next;
   }
-  return listed === 0 ? '' : line;
+  return line === IDENTIFIERS_PREFIX ? '' : line;
 }

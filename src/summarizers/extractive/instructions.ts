@@ -36,10 +36,8 @@ function escaped(text: string): string {
 
 /** `failing` → `fail`, `tests` → `test`; never under four letters. */
 function stem(word: string): string {
-  for (const suffix of ['ing', 'ed', 'es', 's']) {
-    if (word.endsWith(suffix) && word.length - suffix.length >= 4) return word.slice(0, -suffix.length);
-  }
-  return word;
+  const suffix = ['ing', 'ed', 'es', 's'].find((end) => word.endsWith(end) && word.length - end.length >= 4);
+  return suffix === undefined ? word : word.slice(0, -suffix.length);
 }
 
 /** Quoted phrases and identifiers (paths, dotted or snake_case names, with a digit) as written; other words, not stopwords, by stem. */
@@ -76,10 +74,7 @@ function matchCount(text: string, terms: readonly InstructionTerm[]): number {
     any = new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
     anyTermMemo.set(terms, any);
   }
-  if (!any.test(text)) return 0;
-  let count = 0;
-  for (const term of terms) if (term.pattern.test(text)) count += 1;
-  return count;
+  return any.test(text) ? terms.filter((term) => term.pattern.test(text)).length : 0;
 }
 
 /** Matching candidates ranked above the rest (more terms first); matching lines of the middle no candidate holds added to Decisions. */

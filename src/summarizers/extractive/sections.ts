@@ -174,9 +174,7 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
 /** A call's name in a line: its command, else its path, else its tool. */
 function callSubject(call: TurnCall): string {
   const fields = argumentFields(call.args);
-  const command = COMMAND_KEYS.map((key) => fields[key]).find(
-    (value) => value !== undefined && /\s/.test(value.trim()),
-  );
+  const command = COMMAND_KEYS.map((key) => fields[key]).find((value) => /\s/.test(value?.trim() ?? ''));
   if (command !== undefined) return `${code(clip(firstLine(command), 120))} (${call.name})`;
   const path = PATH_KEYS.map((key) => fields[key]).find((value) => value !== undefined && value.trim() !== '');
   if (path !== undefined) return `${call.name} ${code(path.trim())}`;

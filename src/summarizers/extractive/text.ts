@@ -65,14 +65,11 @@ export function errorLine(text: string): string | undefined {
   let best: { line: string; rank: number; index: number } | undefined;
   const lines = text.split(/\r?\n/).map((rawLine) => rawLine.replace(/^(?:OBSERVATION|Observation):\s*/, '').trimEnd());
   lines.forEach((line, index) => {
-    if (line === '') return;
-    for (const [pattern, rank] of ERROR_PATTERNS) {
-      // A later exception line of the same rank wins: a traceback ends with its cause.
-      if (pattern.test(line) && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5))) {
-        best = { line, rank, index };
-        break;
-      }
-    }
+    // The patterns go from the highest rank down: the first that matches ranks the line.
+    const rank = line === '' ? undefined : ERROR_PATTERNS.find(([pattern]) => pattern.test(line))?.[1];
+    // A later exception line of the same rank wins: a traceback ends with its cause.
+    if (rank !== undefined && (best === undefined || rank > best.rank || (rank === 5 && best.rank === 5)))
+      best = { line, rank, index };
   });
   if (best === undefined) return undefined;
   let found = best.line.replace(/<\/?tool_use_error>/g, '').trim();
@@ -130,12 +127,9 @@ function looksLikePath(candidate: string): boolean {
 
 /** Paths with a slash (`src/x.py`, `/a/b.c`, `/testbed/moto`) found in `text`. */
 export function pathsIn(text: string): string[] {
-  const found: string[] = [];
-  for (const match of text.matchAll(PATH_PATTERN)) {
-    const candidate = (match[1] ?? '').replace(/[.,:;]+$/, '');
-    if (looksLikePath(candidate)) found.push(candidate);
-  }
-  return found;
+  return [...text.matchAll(PATH_PATTERN)]
+    .map((match) => (match[1] ?? '').replace(/[.,:;]+$/, ''))
+    .filter(looksLikePath);
 }
 
 /** Paths in a command line, and file names with a known extension (`python reproduce.py`). */

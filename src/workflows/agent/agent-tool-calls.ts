@@ -32,10 +32,9 @@ export function answerAgentToolCalls(
   const { aimAt, aim } = preflight(messages, candidates);
   const lastCompactionRound = [...history.recent].reverse().find((record) => record.kind !== 'undo')?.round;
   const answered = new Map<string, string>();
-  let compact = false;
-  let focus: string | undefined;
+  let accepted: { focus: string | undefined } | undefined;
   for (const call of calls) {
-    if (compact) {
+    if (accepted !== undefined) {
       answered.set(call.id, 'compact_context: already asked this round; the harness compacts once.');
       continue;
     }
@@ -57,10 +56,9 @@ export function answerAgentToolCalls(
       budget: plan.compaction.contextBudget ?? aim,
     });
     if (decision.accepted) {
-      compact = true;
-      focus = decision.focus;
-      answered.set(call.id, acceptedAnswer(focus));
+      accepted = { focus: decision.focus };
+      answered.set(call.id, acceptedAnswer(decision.focus));
     } else answered.set(call.id, decision.answer);
   }
-  return { answered, compact, focus };
+  return { answered, compact: accepted !== undefined, focus: accepted?.focus };
 }

@@ -9,12 +9,7 @@ import { undoLineFor, undoTarget, type UndoChange, type UndoState } from '../../
 import { FailureType, UndoRefusedError } from '../../core/errors.js';
 import { BOOKKEEPING_ACTIVITY } from '../../shared/activity-options.js';
 import { failureMessage, nonRetryableFailure, undoRefusedFailure } from '../../shared/failures.js';
-import type { LiveConversation } from './live-conversation.js';
-import type { PayloadLimit } from './payload-limit.js';
-import type { SteeringRequests } from './steering-requests.js';
-import type { TokenCache } from './token-cache.js';
-import type { TranscriptWriter } from './transcript-writer.js';
-import type { UsageLedger } from './usage-ledger.js';
+import type { LoopParts } from './loop-parts.js';
 
 /** An `undoCompaction` update waiting for the loop: answered with the undo's record, or refused. */
 interface UndoRequest {
@@ -22,20 +17,10 @@ interface UndoRequest {
   outcome?: { record: CompactionRecord } | { failure: ApplicationFailure };
 }
 
-/** The parts of the loop an undo reads and changes (the loop holds the undo: named here, not imported from it). */
-interface CompactionUndoParts {
-  readonly conversation: LiveConversation;
-  readonly transcript: TranscriptWriter;
-  readonly ledger: UsageLedger;
-  readonly steering: SteeringRequests;
-  readonly tokens: TokenCache;
-  readonly limit: PayloadLimit;
-}
-
 export class CompactionUndo {
   private readonly requests: UndoRequest[] = [];
 
-  constructor(private readonly parts: CompactionUndoParts) {}
+  constructor(private readonly parts: LoopParts) {}
 
   get asked(): boolean {
     return this.requests.length > 0;

@@ -3,7 +3,6 @@
 import { newCalibration, type SummarizerCalibration } from '../../core/compaction/calibration.js';
 import type { ActivityOptions } from '@temporalio/common';
 import { FailureType } from '../../core/errors.js';
-import type { AgentRunPlan } from '../../core/agent/agent-input.js';
 import { cacheIsCold, withColdTrigger } from '../../core/agent/cold-cache.js';
 import { compactionRecord, groupDigits, type CompactionRecord } from '../../core/agent/compaction-history.js';
 import { preflight, type BackendCounter } from '../../core/agent/preflight.js';
@@ -25,12 +24,7 @@ import type { ContextExhaustedDetails } from '../../shared/agent-run.js';
 import { failOnInvalidInput, nonRetryableFailure } from '../../shared/failures.js';
 import type { CompactionCall } from '../compact-options.js';
 import { driveCompaction } from '../drive-compaction.js';
-import type { LiveConversation } from './live-conversation.js';
-import type { PayloadLimit } from './payload-limit.js';
-import type { PendingReview } from './pending-review.js';
-import type { SteeringRequests } from './steering-requests.js';
-import type { TokenCache } from './token-cache.js';
-import type { UsageLedger } from './usage-ledger.js';
+import type { LoopParts } from './loop-parts.js';
 import { workflowTime } from './workflow-time.js';
 
 function changes(result: CompactionResult): boolean {
@@ -42,35 +36,21 @@ type Decided = { result: CompactionResult; review: ReviewOutcome | undefined } |
 
 export type CompactionDemand = { instructions: string | undefined; askedBy?: 'agent' };
 
-/** The parts of the loop a compaction reads and changes (the loop holds the compaction: named here, not imported from it). */
-interface RoundCompactionParts {
-  readonly plan: AgentRunPlan;
-  readonly limit: PayloadLimit;
-  readonly conversation: LiveConversation;
-  readonly steering: SteeringRequests;
-  readonly review: PendingReview;
-  readonly ledger: UsageLedger;
-  readonly tokens: TokenCache;
-  publish: (contextTokens: number | undefined) => void;
-}
-
 /** Compacts the run's live conversation when a round needs it, or on demand. */
 export class RoundCompaction {
   private readonly summarizeActivity: ActivityOptions;
-  /** Workflow time (ms) of the run's last model call: the prompt cache is as old as it (docs/design.md#cold-cache). */
-  lastModelCallAt: number | undefined;
   /** How the last reviewed compaction was decided, until the next chat request says it. */
   private reviewNote: string | undefined;
   /** docs/design.md#summarizer-overflow What the summarizer taught of its tokens and window, for every compaction of this run. */
   private readonly calibration: SummarizerCalibration = newCalibration();
 
   constructor(
-    private readonly parts: RoundCompactionParts,
-    lastModelCallAt?: number,
+    private readonly parts: LoopParts,
+    /** Workflow time (ms) of the run's last model call: the prompt cache is as old as it (docs/design.md#cold-cache). */
+    public lastModelCallAt: number | undefined,
   ) {
     const { compaction } = parts.plan;
     this.summarizeActivity = summarizeActivityOptions(compaction.options, compaction.activity, 'input.compaction');
-    this.lastModelCallAt = lastModelCallAt;
   }
 
   modelCalled(): void {
@@ -131,14 +111,8 @@ export class RoundCompaction {
       // set below the room is what compaction aims at, not a limit the model has.
       const result = { ...compaction.result, exhausted: compaction.result.tokensAfter > aim };
       const waits = mode === 'approve' && !overRoom && changes(result);
-      decided =
-        mode === 'auto'
-          ? { result, review: undefined }
-          : overRoom
-            ? { result, review: 'forced' }
-            : waits
-              ? await this.reviewed(result, aimAt, round, number)
-              : { result, review: 'applied' };
+      const review = mode === 'auto' ? undefined : overRoom ? 'forced' : 'applied';
+      decided = waits ? await this.reviewed(result, aimAt, round, number) : { result, review };
       if (waits) this.reviewNote = `#${number} review: ${decided?.review ?? 'rejected'}`;
     } finally {
       steering.hold(false);

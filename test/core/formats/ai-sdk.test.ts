@@ -208,7 +208,7 @@ describe('ai-sdk format: round trips', () => {
           at > 0 && at < messages.length && view.sourceOf(at) === view.sourceOf(at - 1);
         const groups = toolGroups(messages);
         for (const start of windowStarts(messages, -1, messages.length, groups)) expect(inside(start)).toBe(false);
-        const regions = regionsAt(messages, messages.length, groups, removableMask(messages, groups));
+        const regions = regionsAt(messages.length, groups, removableMask(messages, groups));
         for (const boundary of trimBoundaries(regions)) {
           const next = regions.middle[boundary];
           if (next !== undefined) expect(inside(next)).toBe(false);

@@ -185,7 +185,7 @@ describe('anthropic format: round trips', () => {
         const groups = toolGroups(messages);
         for (const start of windowStarts(messages, -1, messages.length, groups)) expect(inside(start)).toBe(false);
         // With the whole conversation as the middle, every prefix the hard trim may drop ends between messages.
-        const regions = regionsAt(messages, messages.length, groups, removableMask(messages, groups));
+        const regions = regionsAt(messages.length, groups, removableMask(messages, groups));
         for (const boundary of trimBoundaries(regions)) {
           const next = regions.middle[boundary];
           if (next !== undefined) expect(inside(next)).toBe(false);
@@ -220,7 +220,7 @@ describe('anthropic format: round trips', () => {
       ['tool', 'b', 'B'],
     ]);
     expect([0, 1, 2, 3].map((index) => view.sourceOf(index))).toEqual([0, 1, 1, 1]);
-    expect(windowStarts(view.messages, -1, 4)).toEqual([0, 4]);
+    expect(windowStarts(view.messages, -1, 4, toolGroups(view.messages))).toEqual([0, 4]);
   });
 });
 
