@@ -38,7 +38,7 @@ import { groupDigits } from '../src/core/agent/compaction-history.js';
 import { openingMessages } from '../src/core/agent/trajectory.js';
 import { agentRun, compactorPlugin, createExtractiveSummarizer } from '../src/index.js';
 import { ChunkStoreDriver } from '../src/payloads/chunk-store.js';
-import { codecKey, keyringOf, type Keyring } from '../src/payloads/keyring.js';
+import { codecKey, type CodecKey, type Keyring } from '../src/payloads/keyring.js';
 import { CompactorCodec, payloadProtoSize } from '../src/payloads/codec.js';
 import { FileBackend } from '../src/payloads/file-backend.js';
 import { payloadConverterFromConfig } from '../src/payloads/index.js';
@@ -60,6 +60,8 @@ const progress = (message: string): void => {
 };
 const fmt = (value: number, digits = 1): string =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+/** A keyring of one key (the package builds its keyrings from settings). */
+const keyringOf = (key: CodecKey): Keyring => ({ current: key, byId: new Map([[key.id, key]]) });
 const kb = (bytes: number): string => `${groupDigits(Math.round(bytes / 1024))} KB`;
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);

@@ -83,15 +83,16 @@ function metadataText(payload: Payload, key: string): string | undefined {
   return value === undefined || value === null ? undefined : fromUtf8.decode(value);
 }
 
+const corrupt = (what: string, options?: ErrorOptions): PayloadDecodeError =>
+  new PayloadDecodeError(`payload encoded by temporal-compactor ${what}`, options);
+
 /** How `payload` is encoded if this codec wrote it; undefined for any other payload. */
 export function codecEnvelopeOf(payload: Payload): CodecEnvelope | undefined {
   if (metadataText(payload, 'encoding') !== CODEC_ENCODING) return undefined;
   const description = metadataText(payload, CODEC_METADATA_KEY) ?? '';
   const match = /^(?:none|deflate;size=(0|[1-9][0-9]{0,9}))(?:;key=([A-Za-z0-9._-]{1,64}))?$/.exec(description);
   if (match === null)
-    throw new PayloadDecodeError(
-      `payload encoded by temporal-compactor has a malformed ${JSON.stringify(CODEC_METADATA_KEY)} entry ${JSON.stringify(description)}`,
-    );
+    throw corrupt(`has a malformed ${JSON.stringify(CODEC_METADATA_KEY)} entry ${JSON.stringify(description)}`);
   const [, size, keyId] = match;
   return size === undefined ? { compression: 'none', keyId } : { compression: 'deflate', size: Number(size), keyId };
 }
@@ -167,13 +168,9 @@ export class CompactorCodec implements PayloadCodec {
     const { compression, size = 0, keyId } = envelope;
     const data = payload.data ?? new Uint8Array(0);
     if (compression === 'deflate' && size > MAX_CODEC_PAYLOAD_BYTES)
-      throw new PayloadDecodeError(
-        `payload encoded by temporal-compactor states ${size} bytes decoded, more than the ${MAX_CODEC_PAYLOAD_BYTES} a payload may have`,
-      );
+      throw corrupt(`states ${size} bytes decoded, more than the ${MAX_CODEC_PAYLOAD_BYTES} a payload may have`);
     if (data.length > MAX_CODEC_PAYLOAD_BYTES + NONCE_BYTES + TAG_BYTES)
-      throw new PayloadDecodeError(
-        `payload encoded by temporal-compactor is ${data.length} bytes, more than a payload of at most ${MAX_CODEC_PAYLOAD_BYTES} bytes takes`,
-      );
+      throw corrupt(`is ${data.length} bytes, more than a payload of at most ${MAX_CODEC_PAYLOAD_BYTES} bytes takes`);
     let body: Uint8Array = data;
     if (keyId !== undefined) {
       const key = this.options.keyring?.byId.get(keyId);
@@ -199,9 +196,7 @@ export class CompactorCodec implements PayloadCodec {
       const decoded = PayloadProto.decode(inner);
       return { metadata: decoded.metadata ?? {}, data: decoded.data ?? new Uint8Array(0) };
     } catch (error) {
-      throw new PayloadDecodeError('payload encoded by temporal-compactor does not hold a payload: it is corrupted', {
-        cause: error,
-      });
+      throw corrupt('does not hold a payload: it is corrupted', { cause: error });
     }
   }
 }
@@ -212,18 +207,12 @@ function inflateStated(body: Uint8Array, size: number): Uint8Array {
   try {
     inner = inflateRawSync(body, { maxOutputLength: size + 1 });
   } catch (error) {
-    if (error instanceof RangeError)
-      throw new PayloadDecodeError(
-        `payload encoded by temporal-compactor inflates to more than the ${size} bytes it states`,
-        { cause: error },
-      );
-    throw new PayloadDecodeError('payload encoded by temporal-compactor does not inflate: it is corrupted', {
-      cause: error,
-    });
+    const what =
+      error instanceof RangeError
+        ? `inflates to more than the ${size} bytes it states`
+        : 'does not inflate: it is corrupted';
+    throw corrupt(what, { cause: error });
   }
-  if (inner.length !== size)
-    throw new PayloadDecodeError(
-      `payload encoded by temporal-compactor inflates to ${inner.length} bytes where it states ${size}`,
-    );
+  if (inner.length !== size) throw corrupt(`inflates to ${inner.length} bytes where it states ${size}`);
   return inner;
 }

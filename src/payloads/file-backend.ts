@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, opendir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { isRecord } from '../core/schema.js';
-import { tooLarge, type ListedObject, type ObjectStat, type SweepableBackend } from './object-backend.js';
+import { tooLarge, orMissing, type ListedObject, type ObjectStat, type SweepableBackend } from './object-backend.js';
 
 const hasCode = (error: unknown, code: string): boolean => isRecord(error) && error.code === code;
 const isMissing = (error: unknown): boolean => hasCode(error, 'ENOENT');
@@ -42,13 +42,8 @@ export class FileBackend implements SweepableBackend {
 
   async get(key: string, signal?: AbortSignal, maxBytes = Number.MAX_SAFE_INTEGER): Promise<Uint8Array | undefined> {
     signal?.throwIfAborted();
-    let handle;
-    try {
-      handle = await open(this.pathOf(key), 'r');
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
+    const handle = await orMissing(open(this.pathOf(key), 'r'), isMissing);
+    if (handle === undefined) return undefined;
     try {
       // Sized before it is read, from the file that was opened (not the name, which may change).
       const { size } = await handle.stat();
@@ -89,12 +84,8 @@ export class FileBackend implements SweepableBackend {
   }
 
   async stat(key: string): Promise<ObjectStat | undefined> {
-    try {
-      return { modifiedMs: (await stat(this.pathOf(key))).mtimeMs };
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
+    const info = await orMissing(stat(this.pathOf(key)), isMissing);
+    return info === undefined ? undefined : { modifiedMs: info.mtimeMs };
   }
 
   async touch(key: string): Promise<void> {
@@ -109,26 +100,17 @@ export class FileBackend implements SweepableBackend {
     while (pending.length > 0) {
       signal?.throwIfAborted();
       const directory = pending.pop() ?? start;
-      let entries;
-      try {
-        entries = await opendir(directory);
-      } catch (error) {
-        if (isMissing(error)) continue;
-        throw error;
-      }
+      const entries = await orMissing(opendir(directory), isMissing);
+      if (entries === undefined) continue;
       for await (const entry of entries) {
         const path = join(directory, entry.name);
         if (entry.isDirectory()) pending.push(path);
         if (!entry.isFile()) continue;
         const key = relative(this.directory, path).split(sep).join('/');
         if (!key.startsWith(prefix)) continue;
-        try {
-          const info = await stat(path);
-          yield { key, modifiedMs: info.mtimeMs, bytes: info.size };
-        } catch (error) {
-          // Renamed into place or removed since the directory was read.
-          if (!isMissing(error)) throw error;
-        }
+        // Undefined when renamed into place or removed since the directory was read.
+        const info = await orMissing(stat(path), isMissing);
+        if (info !== undefined) yield { key, modifiedMs: info.mtimeMs, bytes: info.size };
       }
     }
   }

@@ -306,14 +306,9 @@ export async function collectGarbage({
     done += 1;
     progress(() => `gc: ${dryRun ? 'would remove' : 'removing'}: ${count(done)} of ${count(removable.length)} objects`);
   };
-  const byOrder = new Map<number, Candidate[]>();
-  for (const candidate of removable) {
-    const group = byOrder.get(orderOf(candidate));
-    if (group === undefined) byOrder.set(orderOf(candidate), [candidate]);
-    else group.push(candidate);
-  }
-  for (const order of [...byOrder.keys()].sort((a, b) => a - b))
-    await drain(byOrder.get(order) ?? [], CONCURRENCY, remove);
+  const atOrder = (order: number): Candidate[] => removable.filter((candidate) => orderOf(candidate) === order);
+  for (const order of [...new Set(removable.map(orderOf))].sort((a, b) => a - b))
+    await drain(atOrder(order), CONCURRENCY, remove);
   // What earlier removals quarantined (S3): back if a claim marked now needs it, else gone for good once old.
   if (backend.settleQuarantine !== undefined)
     Object.assign(report, await backend.settleQuarantine((key) => marked.has(key), cutoffMs, dryRun));

@@ -120,8 +120,3 @@ export function keyringFromSettings(settings: {
   });
   return { current, byId };
 }
-
-/** A keyring from keys already built (tests, embedding apps): the first encrypts, and the first of an id counts. */
-export function keyringOf(current: CodecKey, ...older: CodecKey[]): Keyring {
-  return { current, byId: new Map([current, ...older].reverse().map((key) => [key.id, key])) };
-}

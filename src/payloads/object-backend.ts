@@ -5,6 +5,16 @@ export function tooLarge(key: string, size: number, maxBytes: number): ChunkInte
   return new ChunkIntegrityError(key, `is ${size} bytes, more than the ${maxBytes} any object of the store takes`);
 }
 
+/** What `work` yields, or undefined when `isMissing` says its error means there is no such object. */
+export async function orMissing<T>(work: Promise<T>, isMissing: (error: unknown) => boolean): Promise<T | undefined> {
+  try {
+    return await work;
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}
+
 export interface ObjectStat {
   /** Last write or touch, in ms since the epoch (a gc's grace period is measured from it). */
   modifiedMs: number;

@@ -14,6 +14,7 @@ import { redactUrls } from '../redact.js';
 import {
   addTo,
   noTally,
+  orMissing,
   tooLarge,
   type ListedObject,
   type ObjectStat,
@@ -127,14 +128,10 @@ export class S3Backend implements SweepableBackend {
     signal: AbortSignal | undefined,
     maxBytes: number,
   ): Promise<Uint8Array | undefined> {
-    let response: S3.GetObjectCommandOutput;
-    try {
-      const { sdk, client } = await this.load();
-      response = await client.send(new sdk.GetObjectCommand(this.at(key)), { abortSignal: signal });
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
+    const { sdk, client } = await this.load();
+    const command = new sdk.GetObjectCommand(this.at(key));
+    const response = await orMissing(client.send(command, { abortSignal: signal }), isMissing);
+    if (response === undefined) return undefined;
     const body = response.Body;
     if (body === undefined) return new Uint8Array(0);
     // Sized from the response's headers before the body is read, and counted as it is read (a
@@ -166,14 +163,10 @@ export class S3Backend implements SweepableBackend {
   }
 
   async stat(key: string, signal?: AbortSignal): Promise<ObjectStat | undefined> {
-    try {
-      const { sdk, client } = await this.load();
-      const response = await client.send(new sdk.HeadObjectCommand(this.at(key)), { abortSignal: signal });
-      return { modifiedMs: response.LastModified?.getTime() ?? 0 };
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
+    const { sdk, client } = await this.load();
+    const command = new sdk.HeadObjectCommand(this.at(key));
+    const response = await orMissing(client.send(command, { abortSignal: signal }), isMissing);
+    return response === undefined ? undefined : { modifiedMs: response.LastModified?.getTime() ?? 0 };
   }
 
   async touch(key: string, signal?: AbortSignal): Promise<void> {

@@ -175,19 +175,18 @@ export function unsealObject(
   expectedKeyId: string | undefined,
   keyring: Keyring | undefined,
 ): UnsealedObject {
+  const broken = (what: string): ChunkIntegrityError => new ChunkIntegrityError(objectKey, what);
   const keyId = sealedKeyId(sealed, objectKey);
   if (keyId !== expectedKeyId)
-    throw new ChunkIntegrityError(
-      objectKey,
+    throw broken(
       `sealed ${keyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(keyId)}`}, but its payload was stored ${expectedKeyId === undefined ? 'without encryption' : `with key id ${JSON.stringify(expectedKeyId)}`}`,
     );
   const flags = sealed[4] ?? 0;
-  if ((flags & ~KNOWN_FLAGS) !== 0)
-    throw new ChunkIntegrityError(objectKey, `has header flags ${flags} this version does not know`);
+  if ((flags & ~KNOWN_FLAGS) !== 0) throw broken(`has header flags ${flags} this version does not know`);
   if ((flags & FLAG_CONTEXT_MANIFEST) !== 0 && (flags & FLAG_CONTEXT) === 0)
-    throw new ChunkIntegrityError(objectKey, 'says what its context is but names none (malformed header)');
+    throw broken('says what its context is but names none (malformed header)');
   if ((flags & FLAG_CONTEXT) !== 0 && (flags & FLAG_DEFLATE) === 0)
-    throw new ChunkIntegrityError(objectKey, 'names a context but is not deflated (malformed header)');
+    throw broken('names a context but is not deflated (malformed header)');
   let key: CodecKey | undefined;
   let body: Uint8Array;
   if (keyId === undefined) {
@@ -206,8 +205,7 @@ export function unsealObject(
         decipher.final(),
       ]);
     } catch {
-      throw new ChunkIntegrityError(
-        objectKey,
+      throw broken(
         `failed authentication under key id ${JSON.stringify(keyId)} (altered, or another key was configured under that id)`,
       );
     }
@@ -216,8 +214,7 @@ export function unsealObject(
   const number = body[0];
   const dictionary = number === undefined ? undefined : PRESET_DICTIONARIES.get(number);
   if (dictionary === undefined)
-    throw new ChunkIntegrityError(
-      objectKey,
+    throw broken(
       number === undefined
         ? 'is deflated but empty (malformed)'
         : `is deflated with preset dictionary ${number}, which this version does not know`,
@@ -227,8 +224,7 @@ export function unsealObject(
   if ((flags & FLAG_CONTEXT) !== 0) {
     const depth = body[0] ?? 0;
     if (body.length < CONTEXT_HEADER_BYTES || depth < 1 || depth > MAX_CONTEXT_DEPTH)
-      throw new ChunkIntegrityError(
-        objectKey,
+      throw broken(
         depth > MAX_CONTEXT_DEPTH
           ? `is on a chain of ${depth} contexts (at most ${MAX_CONTEXT_DEPTH})`
           : 'names a context in a malformed header',
@@ -238,13 +234,10 @@ export function unsealObject(
     body = body.subarray(CONTEXT_HEADER_BYTES);
   }
   // The plaintext's length, checked before anything is inflated.
-  if (body.length < LENGTH_BYTES) throw new ChunkIntegrityError(objectKey, 'is deflated but truncated (malformed)');
+  if (body.length < LENGTH_BYTES) throw broken('is deflated but truncated (malformed)');
   const length = Buffer.from(body.buffer, body.byteOffset, LENGTH_BYTES).readUInt32BE(0);
   if (length > MAX_OBJECT_BYTES)
-    throw new ChunkIntegrityError(
-      objectKey,
-      `states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`,
-    );
+    throw broken(`states a plaintext of ${length} bytes, more than the ${MAX_OBJECT_BYTES} any object has`);
   return { key, dictionary, context, length, body: body.subarray(LENGTH_BYTES) };
 }
 

@@ -21,7 +21,8 @@ import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from '../../src/payloads/ch
 import { ChunkIntegrityError } from '../../src/payloads/errors.js';
 import { FileBackend } from '../../src/payloads/file-backend.js';
 import { claimManifestId } from '../../src/payloads/claims.js';
-import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { codecKey } from '../../src/payloads/keyring.js';
+import { keyringOf } from '../support/keyring.js';
 import { CompactorCodec, payloadProtoSize } from '../../src/payloads/codec.js';
 import { objectKey } from '../../src/payloads/object-format.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';

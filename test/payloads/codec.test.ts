@@ -9,7 +9,8 @@ import {
   MAX_CODEC_PAYLOAD_BYTES,
   payloadProtoSize,
 } from '../../src/payloads/codec.js';
-import { codecKey, keyringFromSettings, keyringOf } from '../../src/payloads/keyring.js';
+import { codecKey, keyringFromSettings } from '../../src/payloads/keyring.js';
+import { keyringOf } from '../support/keyring.js';
 import { PayloadDecodeError, PayloadKeyMissingError, PayloadTooLargeError } from '../../src/payloads/errors.js';
 
 const text = new TextDecoder();

@@ -11,7 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CHUNK_STORE_DRIVER_NAME, ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
 import { ChunkMissingError } from '../../src/payloads/errors.js';
 import { claimedManifestsIn } from '../../src/payloads/retained-claims.js';
-import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { codecKey } from '../../src/payloads/keyring.js';
+import { keyringOf } from '../support/keyring.js';
 import { collectGarbage } from '../../src/payloads/gc.js';
 import { FileBackend } from '../../src/payloads/file-backend.js';
 

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ChunkIntegrityError } from '../../src/payloads/errors.js';
-import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { codecKey } from '../../src/payloads/keyring.js';
+import { keyringOf } from '../support/keyring.js';
 import { objectKey } from '../../src/payloads/object-format.js';
 import { PRESET_DICTIONARIES } from '../../src/payloads/dictionary.js';
 import {

@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { codecKey } from '../../src/payloads/keyring.js';
+import { keyringOf } from '../support/keyring.js';
 import { CompactorCodec } from '../../src/payloads/codec.js';
 import { PayloadDecodeError } from '../../src/payloads/errors.js';
 import { deflateBomb } from './bombs.js';

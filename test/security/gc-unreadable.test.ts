@@ -10,7 +10,8 @@ import { defaultPayloadConverter, type StorageDriverClaim } from '@temporalio/co
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ChunkStoreDriver } from '../../src/payloads/chunk-store.js';
 import { claimManifestId } from '../../src/payloads/claims.js';
-import { codecKey, keyringOf } from '../../src/payloads/keyring.js';
+import { codecKey } from '../../src/payloads/keyring.js';
+import { keyringOf } from '../support/keyring.js';
 import { collectGarbage, totalOf } from '../../src/payloads/gc.js';
 import { FileBackend } from '../../src/payloads/file-backend.js';
 import { objectKey } from '../../src/payloads/object-format.js';
