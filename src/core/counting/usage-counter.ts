@@ -6,17 +6,11 @@ import { checkWith } from '../schema.js';
 import { defaultCounter } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
-/** The calibration a {@link UsageCounter} carries across continue-as-new. */
-export interface UsageCalibrationState {
-  messageCount: number;
-  /** `digestMessagePrefix` of exactly those messages. */
-  digest: string;
-  billedPromptTokens: number;
-}
-
+/** What a {@link UsageCounter} carries across continue-as-new. */
 export interface UsageCounterState {
   version: 1;
-  calibration: UsageCalibrationState | null;
+  /** `digest` is `digestMessagePrefix` of exactly the `messageCount` messages calibrated. */
+  calibration: { messageCount: number; digest: string; billedPromptTokens: number } | null;
 }
 
 export interface UsageCounterOptions {
@@ -213,7 +207,7 @@ export class UsageCounter implements TokenCounter {
     this.calibration = {
       messageCount: messagesSent.length,
       billedPromptTokens,
-      digest: snapshots === undefined ? digestMessagePrefix(messagesSent, messagesSent.length) : undefined,
+      digest: snapshots === undefined ? digestMessagePrefix(messagesSent) : undefined,
       snapshots,
     };
   }
@@ -240,14 +234,8 @@ export class UsageCounter implements TokenCounter {
   toJSON(): UsageCounterState {
     const calibration = this.calibration;
     if (calibration === undefined) return { version: 1, calibration: null };
-    return {
-      version: 1,
-      calibration: {
-        messageCount: calibration.messageCount,
-        digest: digestOf(calibration),
-        billedPromptTokens: calibration.billedPromptTokens,
-      },
-    };
+    const { messageCount, billedPromptTokens } = calibration;
+    return { version: 1, calibration: { messageCount, digest: digestOf(calibration), billedPromptTokens } };
   }
 
   private startsWithCalibrated(messages: readonly ChatMessage[], calibration: Calibration): boolean {
