@@ -218,13 +218,8 @@ export class UsageCounter implements TokenCounter {
 
   count(messages: readonly ChatMessage[]): number {
     const calibration = this.calibration;
-    if (
-      calibration === undefined ||
-      messages.length < calibration.messageCount ||
-      !this.startsWithCalibrated(messages, calibration)
-    ) {
+    if (calibration === undefined || !this.startsWithCalibrated(messages, calibration))
       return this.estimator.count(messages);
-    }
     if (messages.length === calibration.messageCount) return calibration.billedPromptTokens;
     const rest = messages.slice(calibration.messageCount);
     return calibration.billedPromptTokens + Math.max(0, this.estimator.count(rest) - this.estimator.count([]));
@@ -239,14 +234,13 @@ export class UsageCounter implements TokenCounter {
   }
 
   private startsWithCalibrated(messages: readonly ChatMessage[], calibration: Calibration): boolean {
+    if (messages.length < calibration.messageCount) return false;
     if (calibration.snapshots !== undefined) {
       const verdict = comparePrefix(messages, calibration.snapshots);
       if (verdict !== 'unknown') return verdict === 'same';
     }
     const matches = digestMessagePrefix(messages, calibration.messageCount) === digestOf(calibration);
-    if (matches && calibration.snapshots === undefined) {
-      calibration.snapshots = snapshotMessages(messages, calibration.messageCount);
-    }
+    if (matches) calibration.snapshots ??= snapshotMessages(messages, calibration.messageCount);
     return matches;
   }
 }
