@@ -112,11 +112,10 @@ function webpSize(bytes: Base64Bytes): ImageSize | undefined {
     if (b0 < 0 || b1 < 0 || b2 < 0 || b3 < 0) return undefined;
     return sized(1 + (b0 | ((b1 & 0x3f) << 8)), 1 + ((b1 >> 6) | (b2 << 2) | ((b3 & 0x0f) << 10)), 'webp');
   }
-  if (bytes.matches(12, 'VP8X')) {
-    // Extended: flags (4), then canvas width − 1 and height − 1 in 24 bits each (-1 past the end: a zero side).
-    return sized(bytes.uint(24, 3, true) + 1, bytes.uint(27, 3, true) + 1, 'webp');
-  }
-  return undefined;
+  // Extended: flags (4), then canvas width − 1 and height − 1 in 24 bits each (-1 past the end: a zero side).
+  return bytes.matches(12, 'VP8X')
+    ? sized(bytes.uint(24, 3, true) + 1, bytes.uint(27, 3, true) + 1, 'webp')
+    : undefined;
 }
 
 /** Start-of-frame markers: every coding process (baseline, progressive, lossless, arithmetic) but DHT, JPG and DAC. */
