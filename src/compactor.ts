@@ -5,14 +5,14 @@ import { compactionPlanCore, needsCompactionCore } from './core/compaction/needs
 import { classifyError, InvalidInputError, retryAfterOf } from './core/errors.js';
 import {
   backoffDelayMs,
-  checkInstructionText,
-  checkKeepUserMessages,
+  callOverridesSchema,
   COMPACTION_OPTION_KEYS,
   resolveOptions,
   type CallOverrides,
   type CompactionOptions,
   type ResolvedOptions,
 } from './core/compaction/options.js';
+import { checkWith } from './core/schema.js';
 import { assertKnownKeys, keysOf } from './core/unknown-keys.js';
 import { defaultCounter } from './core/counting/tokens.js';
 import { summarizerMessages } from './core/compaction/transcript.js';
@@ -164,9 +164,7 @@ export class Compactor {
     const overrides: CallOverrides = {
       target: callOptions.target,
       counter: callOptions.counter,
-      summaryInstructions: checkInstructionText(callOptions.summaryInstructions, 'callOptions.summaryInstructions'),
-      summaryPrompt: checkInstructionText(callOptions.summaryPrompt, 'callOptions.summaryPrompt'),
-      keepUserMessages: checkKeepUserMessages(callOptions.keepUserMessages, 'callOptions.keepUserMessages'),
+      ...checkWith(callOverridesSchema, callOptions, 'callOptions'),
     };
     const view = formatView(formatOption(callOptions.format, 'callOptions.format'), conversation);
     if (view === undefined) return this.run(conversation, overrides, callOptions);

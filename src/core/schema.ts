@@ -171,6 +171,11 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Whether `key` is one of `table`'s own keys (a part or block type a format checks the fields of). */
+export function isKeyOf<Table extends object>(table: Table, key: PropertyKey): key is keyof Table {
+  return Object.hasOwn(table, key);
+}
+
 /** Names the fault in a message's content (the schema found one): its part and field. */
 function assertContent(content: unknown, index: number): void {
   const field = `messages[${index}].content`;

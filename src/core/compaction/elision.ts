@@ -141,11 +141,8 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
       byArguments.set(args, byName);
     }
     const name = call.function.name;
-    let identity = byName.get(name);
-    if (identity === undefined) {
-      identity = names.push(name) - 1;
-      byName.set(name, identity);
-    }
+    const identity = byName.get(name) ?? names.push(name) - 1;
+    byName.set(name, identity);
     identities[resultIndex] = identity;
   }
   return { names, identities };

@@ -19,18 +19,14 @@ export function durationTextMs(text: string): number | undefined {
 }
 
 export function parseDuration(value: Duration, field: string): number {
-  if (typeof value === 'number') {
-    if (Number.isFinite(value) && value >= 0) return Math.round(value);
-    throw new InvalidInputError(field, `must be a non-negative number of milliseconds, got ${value}`);
-  }
-  const milliseconds = durationTextMs(value);
-  if (milliseconds === undefined) {
-    throw new InvalidInputError(
-      field,
-      `must be milliseconds or a duration like "2s", "500ms", "1m", got ${JSON.stringify(value)}`,
-    );
-  }
-  return Math.round(milliseconds);
+  const milliseconds = typeof value === 'number' ? value : (durationTextMs(value) ?? -1);
+  if (Number.isFinite(milliseconds) && milliseconds >= 0) return Math.round(milliseconds);
+  throw new InvalidInputError(
+    field,
+    typeof value === 'number'
+      ? `must be a non-negative number of milliseconds, got ${value}`
+      : `must be milliseconds or a duration like "2s", "500ms", "1m", got ${JSON.stringify(value)}`,
+  );
 }
 
 /** Options shared by both drivers (docs/design.md#options). Every field but `contextBudget` has a default. */
@@ -203,15 +199,10 @@ export interface CallOverrides {
   keepUserMessages?: boolean | undefined;
 }
 
-/** Checks a per-call `summaryInstructions` or `summaryPrompt` as the options check them. */
-export function checkInstructionText(value: unknown, field: string): string | undefined {
-  const { summaryPrompt, summaryInstructions } = optionsSchema.shape;
-  return checkWith(field.endsWith('summaryPrompt') ? summaryPrompt : summaryInstructions, value, field);
-}
-
-export function checkKeepUserMessages(value: unknown, field: string): boolean | undefined {
-  return checkWith(z.boolean().optional(), value, field);
-}
+/** The per-call overrides the options have too, checked as the options check them (without their defaults). */
+export const callOverridesSchema = optionsSchema
+  .pick({ summaryInstructions: true, summaryPrompt: true })
+  .extend({ keepUserMessages: z.boolean().optional() });
 
 /** The numbers one compaction works with: over `trigger` it compacts, the hard trim aims at `trimTo`, over `limit` it is exhausted. */
 export interface Aim {

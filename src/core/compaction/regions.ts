@@ -147,16 +147,13 @@ export function findRegions(messages: readonly ChatMessage[], keepRecent: number
 }
 
 export function regionsAt(cut: number, groups: Groups, removable: Uint8Array): Regions {
-  const count = removable.length;
-  const inMiddle = new Uint8Array(count);
-  let size = 0;
-  for (let index = 0; index < count && index < cut; index += 1) {
+  const inMiddle = new Uint8Array(removable.length);
+  const middle: number[] = [];
+  for (let index = 0; index < removable.length && index < cut; index += 1) {
     if (removable[index] !== 1) continue;
     inMiddle[index] = 1;
-    size += 1;
+    middle.push(index);
   }
-  const middle = new Array<number>(size);
-  for (let index = 0, position = 0; position < size; index += 1) if (inMiddle[index] === 1) middle[position++] = index;
   return { groups, cut, removable, middle, inMiddle };
 }
 

@@ -219,11 +219,8 @@ function transcriptHeader(cappedMiddle: readonly ChatMessage[]): string {
 
 /** The characters of {@link summarizerMessages} of a request, the transcript never joined into one text. */
 export function requestChars(instruction: string, cappedMiddle: readonly ChatMessage[]): number {
-  let transcript = transcriptChars.get(cappedMiddle);
-  if (transcript === undefined) {
-    transcript = transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY);
-    transcriptChars.set(cappedMiddle, transcript);
-  }
+  const transcript = transcriptChars.get(cappedMiddle) ?? transcriptLength(cappedMiddle, Number.POSITIVE_INFINITY);
+  transcriptChars.set(cappedMiddle, transcript);
   return instruction.length + transcriptHeader(cappedMiddle).length + transcript;
 }
 

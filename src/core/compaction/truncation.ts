@@ -49,8 +49,7 @@ function withText(message: ChatMessage, part: number, text: string): ChatMessage
 /** Cuts the largest truncatable messages middle-out, each as far as needed, until `result` fits `limit`; each cut is an elision. */
 export function truncateToFit(pass: Pass, result: CompactionResult): CompactionResult {
   const { counter, limit } = pass.aim;
-  const position = new Map<ChatMessage, number>();
-  result.messages.forEach((message, index) => position.set(message, index));
+  const position = new Map(result.messages.map((message, index) => [message, index]));
   const candidates = pass.input
     .flatMap((message, index) => {
       const at = position.get(message);

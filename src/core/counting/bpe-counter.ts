@@ -49,12 +49,9 @@ const ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
 const encoders = new Map<BpeEncodingName, GptEncoding>();
 
 function encoderFor(encoding: BpeEncodingName): GptEncoding {
-  let encoder = encoders.get(encoding);
-  if (encoder === undefined) {
-    const ranks = encoding === 'o200k_base' ? o200kBaseRanks : cl100kBaseRanks;
-    encoder = GptEncoding.getEncodingApi(encoding, () => ranks);
-    encoders.set(encoding, encoder);
-  }
+  const ranks = encoding === 'o200k_base' ? o200kBaseRanks : cl100kBaseRanks;
+  const encoder = encoders.get(encoding) ?? GptEncoding.getEncodingApi(encoding, () => ranks);
+  encoders.set(encoding, encoder);
   return encoder;
 }
 
@@ -151,11 +148,8 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     return tokens;
   };
   const messageTokens = (message: ChatMessage): number => {
-    let role = roleTokens.get(message.role);
-    if (role === undefined) {
-      role = textTokens(message.role);
-      roleTokens.set(message.role, role);
-    }
+    const role = roleTokens.get(message.role) ?? textTokens(message.role);
+    roleTokens.set(message.role, role);
     let tokens = perMessage + role + contentTokens(message.content);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
     for (const call of message.tool_calls ?? []) {

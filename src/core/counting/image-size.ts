@@ -58,7 +58,6 @@ class Base64Bytes {
 
   private load(group: number): void {
     this.group = group;
-    this.valid = 0;
     const start = group * 4;
     for (const end = Math.min(start + 4, this.text.length); this.scanned < end; this.scanned += 1) {
       const code = this.text.charCodeAt(this.scanned);
@@ -73,13 +72,12 @@ class Base64Bytes {
       bits = bits * 64 + value;
       sextets += 1;
     }
-    const complete = sextets === 4 ? 3 : sextets === 3 ? 2 : sextets === 2 ? 1 : 0;
     bits *= 64 ** (4 - sextets);
     for (let index = 2; index >= 0; index -= 1) {
       this.bytes[index] = bits % 256;
       bits = Math.floor(bits / 256);
     }
-    this.valid = complete;
+    this.valid = Math.max(0, sextets - 1);
   }
 }
 
@@ -114,13 +112,10 @@ function webpSize(bytes: Base64Bytes): ImageSize | undefined {
     if (b0 < 0 || b1 < 0 || b2 < 0 || b3 < 0) return undefined;
     return sized(1 + (b0 | ((b1 & 0x3f) << 8)), 1 + ((b1 >> 6) | (b2 << 2) | ((b3 & 0x0f) << 10)), 'webp');
   }
-  if (bytes.matches(12, 'VP8X')) {
-    // Extended: flags (4), then canvas width − 1 and height − 1 in 24 bits each.
-    const width = bytes.uint(24, 3, true);
-    const height = bytes.uint(27, 3, true);
-    return width < 0 || height < 0 ? undefined : sized(width + 1, height + 1, 'webp');
-  }
-  return undefined;
+  // Extended: flags (4), then canvas width − 1 and height − 1 in 24 bits each (-1 past the end: a zero side).
+  return bytes.matches(12, 'VP8X')
+    ? sized(bytes.uint(24, 3, true) + 1, bytes.uint(27, 3, true) + 1, 'webp')
+    : undefined;
 }
 
 /** Start-of-frame markers: every coding process (baseline, progressive, lossless, arithmetic) but DHT, JPG and DAC. */

@@ -10,8 +10,7 @@ export function contentText(content: ChatMessage['content']): string {
 }
 
 export function messageChars(message: ChatMessage): number {
-  const { content } = message;
-  let chars = typeof content === 'string' ? content.length : contentText(content).length;
+  let chars = contentText(message.content).length;
   const calls = message.tool_calls;
   if (calls === undefined) return chars;
   // An index loop: this runs over every message of every count.
@@ -29,27 +28,6 @@ export interface CharCounterOptions {
   perMessage?: number;
   /** Tokens for each non-text part, whatever it holds. @default by what it is (docs/compaction.md#counting) */
   perNonTextPart?: number;
-}
-
-interface PartCharge {
-  /** Characters, divided by `charsPerToken` with the text. */
-  chars: number;
-  /** Whole tokens (images, or `perNonTextPart` per part). */
-  tokens: number;
-}
-
-function partCharge(message: ChatMessage, perPart: number | undefined): PartCharge | undefined {
-  const content = message.content;
-  if (!Array.isArray(content)) return undefined;
-  let charge: PartCharge | undefined;
-  for (const part of content) {
-    if (isTextPart(part)) continue;
-    charge ??= { chars: 0, tokens: 0 };
-    const tokens = perPart ?? imageTokens(part);
-    if (tokens !== undefined) charge.tokens += tokens;
-    else charge.chars += partJsonChars(part);
-  }
-  return charge;
 }
 
 export function assertTokenAmount(name: string, value: number | undefined): void {
@@ -72,10 +50,13 @@ export function createCharCounter({
       for (let index = 0; index < messages.length; index += 1) {
         const message = messages[index] as ChatMessage;
         chars += messageChars(message);
-        const charge = partCharge(message, perNonTextPart);
-        if (charge !== undefined) {
-          chars += charge.chars;
-          partTokens += charge.tokens;
+        if (!Array.isArray(message.content)) continue;
+        // Images (or every part, with `perNonTextPart`) in whole tokens; other parts by their JSON's characters.
+        for (const part of message.content) {
+          if (isTextPart(part)) continue;
+          const tokens = perNonTextPart ?? imageTokens(part);
+          if (tokens !== undefined) partTokens += tokens;
+          else chars += partJsonChars(part);
         }
       }
       return Math.ceil(chars / charsPerToken) + partTokens + perMessage * messages.length;

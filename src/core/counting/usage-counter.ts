@@ -6,17 +6,11 @@ import { checkWith } from '../schema.js';
 import { defaultCounter } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
-/** The calibration a {@link UsageCounter} carries across continue-as-new. */
-export interface UsageCalibrationState {
-  messageCount: number;
-  /** `digestMessagePrefix` of exactly those messages. */
-  digest: string;
-  billedPromptTokens: number;
-}
-
+/** What a {@link UsageCounter} carries across continue-as-new. */
 export interface UsageCounterState {
   version: 1;
-  calibration: UsageCalibrationState | null;
+  /** `digest` is `digestMessagePrefix` of exactly the `messageCount` messages calibrated. */
+  calibration: { messageCount: number; digest: string; billedPromptTokens: number } | null;
 }
 
 export interface UsageCounterOptions {
@@ -213,7 +207,7 @@ export class UsageCounter implements TokenCounter {
     this.calibration = {
       messageCount: messagesSent.length,
       billedPromptTokens,
-      digest: snapshots === undefined ? digestMessagePrefix(messagesSent, messagesSent.length) : undefined,
+      digest: snapshots === undefined ? digestMessagePrefix(messagesSent) : undefined,
       snapshots,
     };
   }
@@ -224,13 +218,8 @@ export class UsageCounter implements TokenCounter {
 
   count(messages: readonly ChatMessage[]): number {
     const calibration = this.calibration;
-    if (
-      calibration === undefined ||
-      messages.length < calibration.messageCount ||
-      !this.startsWithCalibrated(messages, calibration)
-    ) {
+    if (calibration === undefined || !this.startsWithCalibrated(messages, calibration))
       return this.estimator.count(messages);
-    }
     if (messages.length === calibration.messageCount) return calibration.billedPromptTokens;
     const rest = messages.slice(calibration.messageCount);
     return calibration.billedPromptTokens + Math.max(0, this.estimator.count(rest) - this.estimator.count([]));
@@ -240,25 +229,18 @@ export class UsageCounter implements TokenCounter {
   toJSON(): UsageCounterState {
     const calibration = this.calibration;
     if (calibration === undefined) return { version: 1, calibration: null };
-    return {
-      version: 1,
-      calibration: {
-        messageCount: calibration.messageCount,
-        digest: digestOf(calibration),
-        billedPromptTokens: calibration.billedPromptTokens,
-      },
-    };
+    const { messageCount, billedPromptTokens } = calibration;
+    return { version: 1, calibration: { messageCount, digest: digestOf(calibration), billedPromptTokens } };
   }
 
   private startsWithCalibrated(messages: readonly ChatMessage[], calibration: Calibration): boolean {
+    if (messages.length < calibration.messageCount) return false;
     if (calibration.snapshots !== undefined) {
       const verdict = comparePrefix(messages, calibration.snapshots);
       if (verdict !== 'unknown') return verdict === 'same';
     }
     const matches = digestMessagePrefix(messages, calibration.messageCount) === digestOf(calibration);
-    if (matches && calibration.snapshots === undefined) {
-      calibration.snapshots = snapshotMessages(messages, calibration.messageCount);
-    }
+    if (matches) calibration.snapshots ??= snapshotMessages(messages, calibration.messageCount);
     return matches;
   }
 }

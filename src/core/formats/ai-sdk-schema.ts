@@ -1,7 +1,7 @@
 // Sandbox-safe: AI SDK messages (also a middleware's prompt): types, zod schemas, validation naming a fault's path.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { checkWith, isRecord } from '../schema.js';
+import { checkWith, isKeyOf, isRecord } from '../schema.js';
 
 export type AiSdkToolCallPart = z.infer<typeof toolCallPartSchema> & { input: unknown };
 /** What a tool returned: `text`/`error-text` (a string), `json`/`error-json` (any JSON), `content` (parts), or a type to come. */
@@ -63,10 +63,6 @@ export const aiSdkMessageSchema = z
   })
   .meta({ title: 'AiSdkMessage' });
 
-function isKnown(type: string): type is keyof typeof KNOWN_PARTS {
-  return Object.hasOwn(KNOWN_PARTS, type);
-}
-
 /** The tool calls a tool message may answer: those of the last assistant message before it, by id. */
 function askedBefore(messages: readonly AiSdkMessage[]): Set<string> {
   let at = messages.length - 1;
@@ -111,7 +107,7 @@ function assertAiSdkMessage(
       fail(`${partField}.type`, '"tool-call" is only allowed in an assistant message');
     if (type === 'tool-result' && role !== 'tool' && role !== 'assistant')
       fail(`${partField}.type`, '"tool-result" is only allowed in a tool message');
-    if (isKnown(type)) checkWith(KNOWN_PARTS[type], part, partField, index);
+    if (isKeyOf(KNOWN_PARTS, type)) checkWith(KNOWN_PARTS[type], part, partField, index);
     if (type === 'tool-call') {
       const id = String(part.toolCallId);
       const first = calls.get(id);

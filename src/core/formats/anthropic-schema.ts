@@ -1,7 +1,7 @@
 // Sandbox-safe: Anthropic Messages conversations: types, zod schemas of their blocks, validation naming a fault's path.
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { checkWith, isRecord } from '../schema.js';
+import { checkWith, isKeyOf, isRecord } from '../schema.js';
 
 /** A `text` block. Unknown fields (`cache_control`, `citations`, ...) are kept verbatim. */
 export type AnthropicTextBlock = z.infer<typeof anthropicTextBlockSchema>;
@@ -103,10 +103,6 @@ function blockType(block: unknown, field: string, index?: number): string {
   return type;
 }
 
-function isKnown(type: string): type is keyof typeof KNOWN_BLOCKS {
-  return Object.hasOwn(KNOWN_BLOCKS, type);
-}
-
 /** What a `tool_result` holds: a string, or blocks of any type but tool_use and tool_result. */
 function checkToolResult(block: unknown, field: string, index: number): void {
   const content = isRecord(block) ? block.content : undefined;
@@ -118,7 +114,7 @@ function checkToolResult(block: unknown, field: string, index: number): void {
       const type = blockType(nested, nestedField, index);
       if (type === 'tool_use' || type === 'tool_result')
         throw new InvalidInputError(`${nestedField}.type`, `"${type}" is not allowed inside a tool_result`, index);
-      if (isKnown(type)) checkWith(KNOWN_BLOCKS[type], nested, nestedField, index);
+      if (isKeyOf(KNOWN_BLOCKS, type)) checkWith(KNOWN_BLOCKS[type], nested, nestedField, index);
     });
   checkWith(toolResultSchema, block, field, index);
 }
@@ -191,7 +187,7 @@ function assertAnthropicMessage(
       answered.set(id, position);
       return;
     }
-    if (isKnown(type)) checkWith(KNOWN_BLOCKS[type], block, blockField, index);
+    if (isKeyOf(KNOWN_BLOCKS, type)) checkWith(KNOWN_BLOCKS[type], block, blockField, index);
   });
   if (role === 'assistant') toolUseIds(content, index);
 }
