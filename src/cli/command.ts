@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { configParseArgsOptions, configTable } from '../config.js';
+import { durationTextMs } from '../core/compaction/options.js';
 import { closestName } from '../core/unknown-keys.js';
 
 /** Tests pass their own. */
@@ -180,6 +181,16 @@ export function onlyArgument(context: CommandContext, what: string): string {
   if (value === undefined || value === '') throw new UsageError(`${what} is required`);
   if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
   return value;
+}
+
+/** A duration flag in whole milliseconds (bare digits are milliseconds); `fallback` when it is not given. */
+export function durationFlag(context: CommandContext, flag: string, fallback: number, examples: string): number {
+  const text = context.values[flag];
+  if (text === undefined) return fallback;
+  const written = typeof text === 'string' ? durationTextMs(/^\d+$/.test(text) ? `${text}ms` : text) : undefined;
+  if (written === undefined)
+    throw new UsageError(`--${flag} takes a duration such as ${examples}, got ${JSON.stringify(text)}`);
+  return Math.round(written);
 }
 
 export function noArguments(context: CommandContext): void {
