@@ -105,19 +105,14 @@ export function parseCommandArgs(
 
 /** Lines of at most HELP_COLUMNS columns, each after `indent` (the first after `first`). */
 function wrap(text: string, indent: string, first = indent): string[] {
-  const lines: string[] = [];
-  let line = first;
-  let empty = true;
+  const lines = [first];
   for (const word of text.split(/\s+/).filter((part) => part !== '')) {
-    if (!empty && line.length + 1 + word.length > HELP_COLUMNS) {
-      lines.push(line);
-      line = indent;
-      empty = true;
-    }
-    line = empty ? `${line}${word}` : `${line} ${word}`;
-    empty = false;
+    const line = lines.pop() ?? first;
+    // A line with no word yet takes the word, however long.
+    if (line === (lines.length === 0 ? first : indent)) lines.push(`${line}${word}`);
+    else if (line.length + 1 + word.length > HELP_COLUMNS) lines.push(line, `${indent}${word}`);
+    else lines.push(`${line} ${word}`);
   }
-  lines.push(line);
   return lines;
 }
 
