@@ -19,12 +19,9 @@ import { durationFlag, ExitCode, noArguments, UsageError, type CliCommand } from
 /** `1,234 (5.6 MB)`. */
 function describeTally({ objects, bytes }: Tally): string {
   const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let size = bytes;
   let unit = 0;
-  while (size >= 1000 && unit < units.length - 1) {
-    size /= 1000;
-    unit += 1;
-  }
+  while (bytes / 1000 ** unit >= 1000 && unit < units.length - 1) unit += 1;
+  const size = bytes / 1000 ** unit;
   return `${groupDigits(objects)} (${unit === 0 ? size : size.toFixed(1)} ${units[unit]})`;
 }
 
