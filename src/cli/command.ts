@@ -188,6 +188,14 @@ export function durationFlag(context: CommandContext, flag: string, fallback: nu
   return Math.round(written);
 }
 
+/** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
+export function wholeNumber(flag: string, text: OptionValues[string], min: number, what: string): number {
+  const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);
+  return value;
+}
+
 export function noArguments(context: CommandContext): void {
   if (context.positionals.length > 0)
     throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
