@@ -6,12 +6,22 @@
 //   npm run docs:config -- --check   only say whether it is stale (exit code 1 if so)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { configTableMarkdown } from '../src/config.js';
+import { configTable } from '../src/config.js';
 
 const PAGE = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 const NAME = 'docs/configuration.md';
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
+
+/** The configuration table as Markdown. */
+export function configTableMarkdown(): string {
+  const cell = (text: string): string => text.replace(/\|/g, '\\|');
+  const rows = configTable().map(
+    (row) =>
+      `| \`${row.env}\` | ${row.flag === undefined ? 'env only' : `\`${row.flag}\``} | ${cell(row.default)} | ${cell(row.description)} |`,
+  );
+  return ['| Variable | Flag | Default | Description |', '|---|---|---|---|', ...rows].join('\n');
+}
 
 function main(): void {
   const text = readFileSync(PAGE, 'utf8');
@@ -32,4 +42,5 @@ function main(): void {
   console.error(`${NAME}: configuration table rewritten`);
 }
 
-main();
+// test/config.test.ts imports the table without writing the page.
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

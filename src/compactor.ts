@@ -227,12 +227,7 @@ export class Compactor {
         const overflow = readContextOverflow(error);
         if (overflow !== undefined) {
           const { contextWindow, promptTokens } = overflow;
-          return {
-            kind: 'overflow',
-            message,
-            ...(contextWindow === undefined ? {} : { contextWindow }),
-            ...(promptTokens === undefined ? {} : { promptTokens }),
-          };
+          return { kind: 'overflow', message, contextWindow, promptTokens };
         }
         if (pastDeadline(error)) return { kind: 'failed', reason: 'deadline', message };
         if (classifyError(error) === 'abort') return { kind: 'failed', reason: 'rejected', message };

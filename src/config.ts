@@ -640,13 +640,3 @@ export function configTable() {
     };
   });
 }
-
-/** The configuration table as Markdown. */
-export function configTableMarkdown(): string {
-  const cell = (text: string): string => text.replace(/\|/g, '\\|');
-  const rows = configTable().map(
-    (row) =>
-      `| \`${row.env}\` | ${row.flag === undefined ? 'env only' : `\`${row.flag}\``} | ${cell(row.default)} | ${cell(row.description)} |`,
-  );
-  return ['| Variable | Flag | Default | Description |', '|---|---|---|---|', ...rows].join('\n');
-}

@@ -6,12 +6,12 @@ import {
   configFlagsFromArgs,
   configParseArgsOptions,
   configTable,
-  configTableMarkdown,
   loadConfig,
   temporalEnvVars,
   type CompactorConfig,
 } from '../src/config.js';
 import type { SummarizeRequest } from '../src/core/types.js';
+import { configTableMarkdown } from '../scripts/config-table.js';
 import { EXTRACTIVE_SUMMARY_NOTICE } from '../src/summarizers/extractive/format.js';
 import { summarizerFromConfig } from '../src/worker/summarizer-from-config.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';

@@ -1,6 +1,5 @@
 // Node only: what the agentRun commands share: the run a workflow id names, and its queries.
-import { durationTextMs } from '../core/compaction/options.js';
-import { onlyArgument, UsageError, type CommandContext, type OptionSpec } from './command.js';
+import { durationFlag, onlyArgument, UsageError, type CommandContext, type OptionSpec } from './command.js';
 
 const DEFAULT_QUERY_TIMEOUT_MS = 15_000;
 
@@ -23,15 +22,11 @@ export async function openAgentRun(context: CommandContext) {
 
 export type AgentRun = Awaited<ReturnType<typeof openAgentRun>>;
 
-/** `--query-timeout`: a duration longer than zero (bare digits are milliseconds). */
+/** `--query-timeout`: a duration longer than zero. */
 export function queryTimeoutOf(context: CommandContext): number {
-  const text = context.values['query-timeout'];
-  if (text === undefined) return DEFAULT_QUERY_TIMEOUT_MS;
-  const written = typeof text === 'string' ? durationTextMs(/^\d+$/.test(text) ? `${text}ms` : text) : undefined;
-  if (written === undefined)
-    throw new UsageError(`--query-timeout takes a duration such as 15s, 500ms or 2m, got ${JSON.stringify(text)}`);
-  if (Math.round(written) <= 0) throw new UsageError('--query-timeout must be longer than zero');
-  return Math.round(written);
+  const timeoutMs = durationFlag(context, 'query-timeout', DEFAULT_QUERY_TIMEOUT_MS, '15s, 500ms or 2m');
+  if (timeoutMs <= 0) throw new UsageError('--query-timeout must be longer than zero');
+  return timeoutMs;
 }
 
 /** A query of the run, bounded: without a deadline a missing worker would hold the CLI for the server's own timeout. */

@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { configParseArgsOptions, configTable } from '../config.js';
+import { durationTextMs } from '../core/compaction/options.js';
 import { closestName } from '../core/unknown-keys.js';
 
 /** Tests pass their own. */
@@ -104,19 +105,14 @@ export function parseCommandArgs(
 
 /** Lines of at most HELP_COLUMNS columns, each after `indent` (the first after `first`). */
 function wrap(text: string, indent: string, first = indent): string[] {
-  const lines: string[] = [];
-  let line = first;
-  let empty = true;
+  const lines = [first];
   for (const word of text.split(/\s+/).filter((part) => part !== '')) {
-    if (!empty && line.length + 1 + word.length > HELP_COLUMNS) {
-      lines.push(line);
-      line = indent;
-      empty = true;
-    }
-    line = empty ? `${line}${word}` : `${line} ${word}`;
-    empty = false;
+    const line = lines.pop() ?? first;
+    // A line with no word yet takes the word, however long.
+    if (line === (lines.length === 0 ? first : indent)) lines.push(`${line}${word}`);
+    else if (line.length + 1 + word.length > HELP_COLUMNS) lines.push(line, `${indent}${word}`);
+    else lines.push(`${line} ${word}`);
   }
-  lines.push(line);
   return lines;
 }
 
@@ -179,6 +175,24 @@ export function onlyArgument(context: CommandContext, what: string): string {
   const [value, ...rest] = context.positionals;
   if (value === undefined || value === '') throw new UsageError(`${what} is required`);
   if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+  return value;
+}
+
+/** A duration flag in whole milliseconds (bare digits are milliseconds); `fallback` when it is not given. */
+export function durationFlag(context: CommandContext, flag: string, fallback: number, examples: string): number {
+  const text = context.values[flag];
+  if (text === undefined) return fallback;
+  const written = typeof text === 'string' ? durationTextMs(/^\d+$/.test(text) ? `${text}ms` : text) : undefined;
+  if (written === undefined)
+    throw new UsageError(`--${flag} takes a duration such as ${examples}, got ${JSON.stringify(text)}`);
+  return Math.round(written);
+}
+
+/** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
+export function wholeNumber(flag: string, text: OptionValues[string], min: number, what: string): number {
+  const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);
   return value;
 }
 

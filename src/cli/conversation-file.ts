@@ -153,13 +153,9 @@ function shapeOf(value: unknown): string {
   return `a JSON ${typeof value}`;
 }
 
-export function readProcessStdin(): Promise<string> {
-  return streamText(process.stdin);
-}
-
 export async function readConversationFile(
   path: string,
-  readStdin: () => Promise<string> = readProcessStdin,
+  readStdin = (): Promise<string> => streamText(process.stdin),
   choice: FormatChoice = 'auto',
 ): Promise<ConversationFile> {
   if (path === '-') return parseConversation(await readStdin(), '<stdin>', choice);

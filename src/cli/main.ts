@@ -32,7 +32,6 @@ import { review } from './commands/review.js';
 import { session } from './commands/session.js';
 import { undo } from './commands/undo.js';
 import { worker } from './commands/worker.js';
-import { readProcessStdin } from './conversation-file.js';
 
 export type { CliCommand, CliIo, CommandContext } from './command.js';
 
@@ -150,7 +149,6 @@ export const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
-  readStdin: readProcessStdin,
 };
 
 /** A reader that went away (`| head -1`) is no failure, as for shell tools; a full disk is. */

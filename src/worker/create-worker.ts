@@ -200,13 +200,12 @@ export async function createWorker(config: CompactorWorkerConfig): Promise<Compa
   if (connection === undefined) throw new TypeError('createWorker: no connection');
 
   const namespace = config.namespace ?? opened?.namespace ?? DEFAULT_TEMPORAL_NAMESPACE;
-  const warn = config.warn ?? ((message: string) => console.error(message));
   // Missing search attributes must not stop a run: the runs upsert only those the worker says exist.
   let searchAttributes: SearchAttributeSetup | undefined;
   if (mode !== 'activities') {
     searchAttributes = await ensureSearchAttributesIfAllowed(connection, namespace, {
       register: config.registerSearchAttributes !== false,
-      warn: (warning) => warn(`temporal-compactor worker: ${warning}`),
+      warn: (warning) => (config.warn ?? console.error)(`temporal-compactor worker: ${warning}`),
     });
   }
   const common = {

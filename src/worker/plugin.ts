@@ -223,23 +223,18 @@ export class CompactorPlugin extends SimplePlugin {
 
   /** Before the worker polls: our search attributes in its namespace, checked (and registered where allowed) once. */
   override async runWorker(worker: Worker, next: (worker: Worker) => Promise<void>): Promise<void> {
-    const connection = worker.connection;
-    const namespace = worker.options.namespace;
+    const { connection, options } = worker;
     const mode = this.pluginOptions.searchAttributes ?? 'register';
-    if (
-      mode !== 'skip' &&
-      this.registration !== 'activities' &&
-      connection !== undefined &&
-      !this.checked.has(namespace)
-    ) {
-      this.checked.add(namespace);
-      const setup = await ensureSearchAttributesIfAllowed(connection, namespace, {
+    const unchecked = mode !== 'skip' && this.registration !== 'activities' && !this.checked.has(options.namespace);
+    if (unchecked && connection !== undefined) {
+      this.checked.add(options.namespace);
+      const setup = await ensureSearchAttributesIfAllowed(connection, options.namespace, {
         register: mode === 'register',
         warn: (warning) => (this.pluginOptions.warn ?? console.error)(`temporal-compactor: ${warning}`),
       });
       this.pluginOptions.onSearchAttributes?.(setup);
     }
-    const queues = [{ taskQueue: worker.options.taskQueue, runs: this.registration }];
+    const queues = [{ taskQueue: options.taskQueue, runs: this.registration }];
     (this.pluginOptions.log ?? console.error)(workerStartLine({ ...this.uses, queues }));
     try {
       return await super.runWorker(worker, next);

@@ -13,6 +13,7 @@ import {
   ExitCode,
   onlyArgument,
   UsageError,
+  wholeNumber,
   type CliCommand,
   type CommandContext,
   type OptionSpec,
@@ -103,14 +104,6 @@ const COMPACTION_FLAGS = {
   string,
   { key: keyof FlagOptions; kind: keyof typeof PLACEHOLDER | 'switch'; help: string }
 >;
-
-/** `N` for a whole number ≥ `min` (digits only: `128000`, not `128k`), else a usage error naming `flag`. */
-function wholeNumber(flag: string, text: CommandContext['values'][string], min: number, what: string): number {
-  const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min)
-    throw new UsageError(`--${flag} takes ${what}, got ${JSON.stringify(text)}`);
-  return value;
-}
 
 /** The compaction options the flags set (validated as the engine validates them), and the flags as written. */
 export function compactionOptionsOf(values: CommandContext['values']): { options: FlagOptions; flags: string[] } {

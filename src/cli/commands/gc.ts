@@ -1,7 +1,6 @@
 // Node only: `temporal-compactor gc` — removes payload store objects no retained history or schedule claims.
 import { Client } from '@temporalio/client';
 import { groupDigits } from '../../core/agent/compaction-history.js';
-import { durationTextMs } from '../../core/compaction/options.js';
 import { configFlagsFromArgs, loadConfig } from '../../config.js';
 import {
   collectGarbage,
@@ -15,29 +14,14 @@ import {
 import { describePayloadStore } from '../../payloads/store-location.js';
 import { payloadConverterFromConfig } from '../../payloads/index.js';
 import { collectRetainedClaims } from '../../payloads/retained-claims.js';
-import { ExitCode, noArguments, UsageError, type CliCommand, type CommandContext } from '../command.js';
-
-function graceOf(text: CommandContext['values'][string]): number {
-  if (text === undefined) return DEFAULT_GC_GRACE_MS;
-  const written = typeof text === 'string' ? durationTextMs(text) : undefined;
-  if (written === undefined)
-    throw new UsageError(`--grace takes a duration such as "48h", "3d" or "90m", got ${JSON.stringify(text)}`);
-  if (Math.round(written) < DEFAULT_GC_GRACE_MS)
-    throw new UsageError(
-      `--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`,
-    );
-  return Math.round(written);
-}
+import { durationFlag, ExitCode, noArguments, UsageError, type CliCommand } from '../command.js';
 
 /** `1,234 (5.6 MB)`. */
 function describeTally({ objects, bytes }: Tally): string {
   const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let size = bytes;
   let unit = 0;
-  while (size >= 1000 && unit < units.length - 1) {
-    size /= 1000;
-    unit += 1;
-  }
+  while (bytes / 1000 ** unit >= 1000 && unit < units.length - 1) unit += 1;
+  const size = bytes / 1000 ** unit;
   return `${groupDigits(objects)} (${unit === 0 ? size : size.toFixed(1)} ${units[unit]})`;
 }
 
@@ -77,7 +61,11 @@ export const gc: CliCommand = {
   },
   async run(context) {
     noArguments(context);
-    const graceMs = graceOf(context.values.grace);
+    const graceMs = durationFlag(context, 'grace', DEFAULT_GC_GRACE_MS, '"48h", "3d" or "90m"');
+    if (graceMs < DEFAULT_GC_GRACE_MS)
+      throw new UsageError(
+        `--grace must be at least 48h: a store refreshes an object it reuses only once it is 24 h old, so anything younger may still be about to be claimed`,
+      );
     const dryRun = context.values['dry-run'] === true;
     const config = loadConfig({ env: context.io.env, flags: configFlagsFromArgs(context.values) });
     const { driver, store } = payloadConverterFromConfig(config);

@@ -5,18 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import { undoCompactionUpdate } from '../../shared/agent-run.js';
 import { openAgentRun } from '../agent-run.js';
-import { UsageError, type CliCommand } from '../command.js';
-
-/** The `--compaction` flag: the # of a compaction in the history, or undefined for the last in effect. */
-function compactionOf(value: unknown): number | undefined {
-  if (value === undefined) return undefined;
-  const text = String(value);
-  if (!/^[1-9][0-9]{0,8}$/.test(text))
-    throw new UsageError(
-      `--compaction takes the # of a compaction in the history (a whole number from 1), got ${JSON.stringify(text)}`,
-    );
-  return Number(text);
-}
+import { wholeNumber, type CliCommand } from '../command.js';
 
 /** Why the run refused the undo: the failure's message, found under the update's error. */
 function refusal(error: WorkflowUpdateFailedError): string {
@@ -40,7 +29,9 @@ export const undo: CliCommand = {
     json: { type: 'boolean', help: "print the undo's record as JSON" },
   },
   async run(context) {
-    const compactionId = compactionOf(context.values.compaction);
+    const given = context.values.compaction;
+    const what = 'the # of a compaction in the history (a whole number from 1)';
+    const compactionId = given === undefined ? undefined : wholeNumber('compaction', given, 1, what);
     const { workflowId, handle } = await openAgentRun(context);
     const args: [{ compactionId?: number }] = [compactionId === undefined ? {} : { compactionId }];
     const record = await handle.executeUpdate(undoCompactionUpdate, { args }).catch((error: unknown) => {
