@@ -399,6 +399,17 @@ describe('built-in tools', () => {
   });
 });
 
+/** What `activity` refuses `input` with: a non-retryable `Compaction.InvalidInput` failure. */
+async function refusal(activity: (input: never) => Promise<unknown>, input: unknown): Promise<ApplicationFailure> {
+  const failure = await activity(input as never).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  expect(failure).toBeInstanceOf(ApplicationFailure);
+  expect(failure).toMatchObject({ type: FailureType.Compaction.InvalidInput, nonRetryable: true });
+  return failure as ApplicationFailure;
+}
+
 describe('countTokens activity', () => {
   it('counts each text, and refuses input it cannot count naming the field and what it saw', async () => {
     const countTokens = createCountTokensActivity();
@@ -407,14 +418,9 @@ describe('countTokens activity', () => {
       [{ encoding: 'p50k', texts: [] }, 'input.encoding', 'must be one of o200k_base, cl100k_base'],
       [{ encoding: 'o200k_base', texts: ['a', 7] }, 'input.texts[1]', 'expected string, received number'],
     ] as const) {
-      const failure = await countTokens(input as never).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      expect(failure).toBeInstanceOf(ApplicationFailure);
-      expect(failure).toMatchObject({ type: FailureType.Compaction.InvalidInput, nonRetryable: true });
-      expect((failure as ApplicationFailure).message).toContain(`${field}: `);
-      expect((failure as ApplicationFailure).message).toContain(reason);
+      const { message } = await refusal(countTokens, input);
+      expect(message).toContain(`${field}: `);
+      expect(message).toContain(reason);
     }
   });
 });
@@ -429,13 +435,7 @@ describe('recordSession activity', () => {
       [{ from: 0, lines: 'x' }, 'input.lines', 'expected array, received string'],
       [null, 'input', 'expected object, received null'],
     ] as const) {
-      const failure = await recordSession(input as never).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      expect(failure).toBeInstanceOf(ApplicationFailure);
-      expect(failure).toMatchObject({ type: FailureType.Compaction.InvalidInput, nonRetryable: true });
-      const { message } = failure as ApplicationFailure;
+      const { message } = await refusal(recordSession, input);
       expect(message.startsWith(`${field}: `), message).toBe(true);
       expect(message).toContain(reason);
     }
