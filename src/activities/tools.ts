@@ -53,15 +53,6 @@ function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
   throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
 }
 
-function noRoot(tool: string, root: string | undefined): ApplicationFailure {
-  return nonRetryableFailure(
-    FailureType.Tool.NoRoot,
-    root === undefined
-      ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
-      : `${tool}: the tool root ${root} is not a directory this worker can read`,
-  );
-}
-
 const readArgs = z.strictObject({
   path: z.string().min(1),
   offset: z.number().int().min(1).optional(),
@@ -123,10 +114,14 @@ export function createBuiltInTools({
 
   /** The real path of the root, or `Tool.NoRoot`; a failed look is not kept, so a root made later is found. */
   const baseFor = (tool: string): Promise<string> => {
-    if (rootPath === undefined) return Promise.reject(noRoot(tool, undefined));
+    const noRoot = (why: string) => nonRetryableFailure(FailureType.Tool.NoRoot, `${tool}: ${why}`);
+    if (rootPath === undefined)
+      return Promise.reject(
+        noRoot('this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing'),
+      );
     realRoot ??= realpath(rootPath).catch(() => {
       realRoot = undefined;
-      throw noRoot(tool, rootPath);
+      throw noRoot(`the tool root ${rootPath} is not a directory this worker can read`);
     });
     return realRoot;
   };
