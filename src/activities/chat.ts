@@ -131,14 +131,11 @@ async function openAIChat(
   const issue = fault?.issues[0];
   if (issue !== undefined) throw malformed(`${pathOf('reply', issue.path)}: ${issue.message}`, fault);
   const output: ChatActivityOutput = { message };
-  const usage = read.completion.usage;
-  if (usage?.promptTokens !== undefined) {
-    const { promptTokens, cachedPromptTokens, completionTokens } = usage;
-    output.usage = {
-      promptTokens,
-      ...(cachedPromptTokens === undefined ? {} : { cachedPromptTokens: Math.min(cachedPromptTokens, promptTokens) }),
-      ...(completionTokens === undefined ? {} : { completionTokens }),
-    };
+  const { promptTokens, cachedPromptTokens: cached, completionTokens } = read.completion.usage ?? {};
+  if (promptTokens !== undefined) {
+    output.usage = { promptTokens };
+    if (cached !== undefined) output.usage.cachedPromptTokens = Math.min(cached, promptTokens);
+    if (completionTokens !== undefined) output.usage.completionTokens = completionTokens;
   }
   if (choice.finishReason !== undefined) output.finishReason = choice.finishReason;
   return output;

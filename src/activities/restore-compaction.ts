@@ -1,8 +1,7 @@
 // Node only (activities): `restoreCompaction` (docs/design.md#undo), read from the run's history: it keeps nothing extra.
 import { Context } from '@temporalio/activity';
 import { FailureType } from '../core/errors.js';
-import { UndoFinder } from '../core/agent/undo.js';
-import type { UndoChange } from '../core/agent/undo.js';
+import { UndoFinder, type UndoChange } from '../core/agent/undo.js';
 import { readSession } from '../client/session-reader.js';
 import { nonRetryableFailure } from '../shared/failures.js';
 

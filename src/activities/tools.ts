@@ -11,7 +11,7 @@ import { capText } from '../core/compaction/transcript.js';
 import type { ChatMessage } from '../core/types.js';
 import { grepInThread, SearchSlots, type GrepOutcome } from './grep.js';
 import { heartbeating } from './heartbeats.js';
-import { secretRuleFor, type SecretPathRule } from './secret-paths.js';
+import { secretRuleFor } from './secret-paths.js';
 import { isInside, type TrajectoryStore } from './trajectories.js';
 
 export interface BuiltInToolsOptions {
@@ -51,29 +51,6 @@ function parseArgs<T>(tool: string, schema: z.ZodType<T>, args: unknown): T {
   const issue = parsed.error.issues[0];
   const field = issue === undefined ? 'arguments' : ['arguments', ...issue.path.map(String)].join('.');
   throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `${tool}: ${field}: ${issue?.message ?? 'invalid'}`);
-}
-
-function outsideRoot(tool: string, path: string, root: string): ApplicationFailure {
-  return nonRetryableFailure(
-    FailureType.Tool.PathOutsideRoot,
-    `${tool}: path "${path}" is outside the tool root ${root}; use a path relative to the root`,
-  );
-}
-
-function secretPath(tool: string, path: string, rule: SecretPathRule): ApplicationFailure {
-  return nonRetryableFailure(
-    FailureType.Tool.SecretPath,
-    `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
-  );
-}
-
-function noRoot(tool: string, root: string | undefined): ApplicationFailure {
-  return nonRetryableFailure(
-    FailureType.Tool.NoRoot,
-    root === undefined
-      ? `${tool}: this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing`
-      : `${tool}: the tool root ${root} is not a directory this worker can read`,
-  );
 }
 
 const readArgs = z.strictObject({
@@ -137,32 +114,39 @@ export function createBuiltInTools({
 
   /** The real path of the root, or `Tool.NoRoot`; a failed look is not kept, so a root made later is found. */
   const baseFor = (tool: string): Promise<string> => {
-    if (rootPath === undefined) return Promise.reject(noRoot(tool, undefined));
+    const noRoot = (why: string) => nonRetryableFailure(FailureType.Tool.NoRoot, `${tool}: ${why}`);
+    if (rootPath === undefined)
+      return Promise.reject(
+        noRoot('this worker has no tool root (COMPACTOR_TOOLS_ROOT): the built-in tools read nothing'),
+      );
     realRoot ??= realpath(rootPath).catch(() => {
       realRoot = undefined;
-      throw noRoot(tool, rootPath);
+      throw noRoot(`the tool root ${rootPath} is not a directory this worker can read`);
     });
     return realRoot;
   };
 
   const locate = async (tool: string, path: string): Promise<{ real: string; base: string }> => {
     const base = await baseFor(tool);
-    const target = resolve(base, path);
-    if (!isInside(base, target)) throw outsideRoot(tool, path, rootPath ?? base);
-    // As asked, before looking: a secret file is refused whether or not it exists.
-    const asked = secretRuleFor(relative(base, target), allowed);
-    if (asked !== undefined) throw secretPath(tool, path, asked);
-    let real: string;
-    try {
-      real = await realpath(target);
-    } catch {
+    // Checked as asked, before looking (a secret file is refused whether or not it exists), then as
+    // reached: a symlink inside the root may point outside it, or into a secret file.
+    const admit = (at: string): string => {
+      if (!isInside(base, at))
+        throw nonRetryableFailure(
+          FailureType.Tool.PathOutsideRoot,
+          `${tool}: path "${path}" is outside the tool root ${rootPath ?? base}; use a path relative to the root`,
+        );
+      const rule = secretRuleFor(relative(base, at), allowed);
+      if (rule === undefined) return at;
+      throw nonRetryableFailure(
+        FailureType.Tool.SecretPath,
+        `${tool}: ${path} is not read: it matches the rule "${rule.pattern}" (${rule.holds}), files that may hold secrets; the worker's operator can allow it by name in COMPACTOR_TOOLS_ALLOW`,
+      );
+    };
+    const real = await realpath(admit(resolve(base, path))).catch(() => {
       throw nonRetryableFailure(FailureType.Tool.NotFound, `${tool}: no such file or directory: ${path}`);
-    }
-    // A symlink inside the root may point outside it, or into a secret file.
-    if (!isInside(base, real)) throw outsideRoot(tool, path, rootPath ?? base);
-    const reached = secretRuleFor(relative(base, real), allowed);
-    if (reached !== undefined) throw secretPath(tool, path, reached);
-    return { real, base };
+    });
+    return { real: admit(real), base };
   };
 
   async function fs_read(args: unknown): Promise<string> {

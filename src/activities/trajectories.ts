@@ -37,13 +37,8 @@ export function createTrajectoryStore({ dir = process.cwd() }: { dir?: string | 
       );
     const candidates = name.endsWith('.json') ? [name] : [`${name}.json`, name];
     for (const candidate of candidates) {
-      const path = resolve(root, candidate);
-      let real: string;
-      try {
-        real = await realpath(path);
-      } catch {
-        continue;
-      }
+      const real = await realpath(resolve(root, candidate)).catch(() => undefined);
+      if (real === undefined) continue;
       const realRoot = await realpath(root);
       if (real === realRoot || !isInside(realRoot, real))
         throw notFound(`replay: trajectory "${name}" resolves outside the trajectory directory ${root}`);

@@ -48,10 +48,8 @@ function count(value: unknown): number | undefined {
     : undefined;
 }
 
-function windowOf(value: unknown): number | undefined {
-  const parsed = count(value);
-  return parsed === undefined || parsed === 0 ? undefined : parsed;
-}
+/** A window as sent: a count other than 0. */
+const windowOf = (value: unknown): number | undefined => count(value) || undefined;
 
 /**
  * What one error says: its `detail`, the provider's error object (`APIError.error`, a body's `error`, or

@@ -18,10 +18,8 @@ export interface OpenAIClientSettings {
   timeoutMs: number;
 }
 
-function given(value: string | undefined): string | undefined {
-  const trimmed = value?.trim();
-  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
-}
+/** Trimmed, and undefined when blank. */
+const given = (value: string | undefined): string | undefined => value?.trim() || undefined;
 
 /** No model server is configured: neither an API key nor a base URL was given or found. */
 export class NoModelServerError extends Error {

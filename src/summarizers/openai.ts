@@ -85,13 +85,10 @@ function toSummarizerError(error: unknown, endpoint: string): SummarizerError {
 
 /** What the caller gave, else OPENAI_BASE_URL and OPENAI_API_KEY (read here, at the edge). */
 function serverSettings(baseURL: string | undefined, apiKey: string | undefined) {
-  const isGiven = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
-  if (isGiven(baseURL) && isGiven(apiKey)) return { baseURL, apiKey };
+  const given = (value: string | undefined) => (value?.trim() ? value : undefined);
+  if (given(baseURL) && given(apiKey)) return { baseURL, apiKey };
   const configured = readSettings(['openaiBaseUrl', 'openaiApiKey']);
-  return {
-    baseURL: isGiven(baseURL) ? baseURL : configured.openaiBaseUrl,
-    apiKey: isGiven(apiKey) ? apiKey : configured.openaiApiKey,
-  };
+  return { baseURL: given(baseURL) ?? configured.openaiBaseUrl, apiKey: given(apiKey) ?? configured.openaiApiKey };
 }
 
 /**

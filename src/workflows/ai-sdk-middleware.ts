@@ -103,9 +103,7 @@ export function compactionMiddleware(options: CompactionMiddlewareOptions): Comp
     const { target, ...constructorOptions } = compactOptions;
     inProcess ??= new Compactor({ ...constructorOptions, summarizer });
     if (!inProcess.needsCompaction(messages, { format: 'ai-sdk' })) return prompt;
-    return (
-      await inProcess.compact(messages, target === undefined ? { format: 'ai-sdk' } : { format: 'ai-sdk', target })
-    ).messages;
+    return (await inProcess.compact(messages, { format: 'ai-sdk', target })).messages;
   };
 
   return {

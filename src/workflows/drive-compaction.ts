@@ -32,13 +32,10 @@ export function driveCompaction(
     while (next.done !== true) {
       const step = next.value;
       const outcome = await summarizeStep(step, compaction, onCancel, tally);
-      if (outcome.kind === 'summary' && outcome.text.trim() !== '')
-        summarizerUsage = addSummarizerRequest(
-          summarizerUsage,
-          () => summarizerMessages(step.request),
-          outcome.text,
-          outcome.usage,
-        );
+      if (outcome.kind === 'summary' && outcome.text.trim() !== '') {
+        const { text, usage } = outcome;
+        summarizerUsage = addSummarizerRequest(summarizerUsage, () => summarizerMessages(step.request), text, usage);
+      }
       // After a cancellation the rest is pure and synchronous (the engine trims and returns), so it
       // completes even though the caller's scope is cancelled; nothing here awaits again.
       next = generator.next(outcome);

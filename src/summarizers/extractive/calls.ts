@@ -30,8 +30,7 @@ function editGist(fields: Readonly<Record<string, string>>, args: string): strin
   }
   const inserted = fields.new_str ?? fields.insert_text;
   if (inserted !== undefined) return `insert ${quoted(inserted)}${lineNumber(args)}`;
-  const key = FILE_TEXT_KEYS.find((name) => fields[name] !== undefined);
-  const text = key === undefined ? undefined : fields[key];
+  const text = FILE_TEXT_KEYS.map((name) => fields[name]).find((value) => value !== undefined);
   if (text !== undefined) {
     const lines = text.replace(/\n$/, '').split('\n').length;
     return `${lines} line${lines === 1 ? '' : 's'}, starting ${quoted(text)}`;

@@ -100,12 +100,7 @@ function countedName(text: string): [string, number] {
  * The files, commands and other tools of earlier summaries, read back from the lines this summarizer
  * writes, so new uses add to them. Orders are negative, oldest lowest; other lines come back `verbatim`.
  */
-function earlierUses(lines: readonly string[]): {
-  files: Map<string, FileUse>;
-  commands: Map<string, CommandUse>;
-  otherTools: Map<string, ToolUse>;
-  verbatim: Candidate[];
-} {
+function earlierUses(lines: readonly string[]) {
   const files = new Map<string, FileUse>();
   const commands = new Map<string, CommandUse>();
   const otherTools = new Map<string, ToolUse>();

@@ -66,12 +66,8 @@ function callsOnTaskFiles(turns: Turns, files: ReadonlySet<string>): Set<string>
 export function rankedIdentifiers(middle: readonly ChatMessage[], turns: Turns, task?: string): string[] {
   const uses = new Map<string, { score: number; last: number }>();
   const add = (identifier: string, score: number, last: number): void => {
-    const use = uses.get(identifier);
-    if (use === undefined) uses.set(identifier, { score, last });
-    else {
-      use.score += score;
-      use.last = Math.max(use.last, last);
-    }
+    const use = uses.get(identifier) ?? { score: 0, last };
+    uses.set(identifier, { score: use.score + score, last: Math.max(use.last, last) });
   };
   const spoken = middle.filter((message) => message.role !== 'system' && message.role !== 'developer');
   const taskCalls = callsOnTaskFiles(turns, taskFiles(turns, task));

@@ -69,11 +69,8 @@ export function instructionTerms(instructions: string | undefined): InstructionT
 const anyTermMemo = new WeakMap<readonly InstructionTerm[], RegExp>();
 
 function matchCount(text: string, terms: readonly InstructionTerm[]): number {
-  let any = anyTermMemo.get(terms);
-  if (any === undefined) {
-    any = new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
-    anyTermMemo.set(terms, any);
-  }
+  const any = anyTermMemo.get(terms) ?? new RegExp(terms.map((term) => term.pattern.source).join('|'), 'iu');
+  anyTermMemo.set(terms, any);
   return any.test(text) ? terms.filter((term) => term.pattern.test(text)).length : 0;
 }
 
@@ -91,8 +88,7 @@ export function honourInstructions(
     });
   const boosted = bySection((name) => boost(sections[name]));
   const held = Object.values(boosted)
-    .flat()
-    .map((candidate: Candidate) => candidate.text)
+    .flatMap((candidates) => candidates.map((candidate) => candidate.text))
     .join('\n');
   boosted.decisions.push(...instructedLines(middle, terms, held));
   return boosted;

@@ -125,13 +125,9 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
   const recent = transcript.results.slice(-RECENT_RESULTS);
   for (const [index, { name, call, result }] of recent.entries()) {
     if (result.error === undefined) continue;
-    const clearedLater = recent
-      .slice(index + 1)
-      .some(
-        (later) =>
-          later.call?.name === call?.name && later.call?.args === call?.args && later.result.error === undefined,
-      );
-    if (call !== undefined && clearedLater) continue;
+    const clears = (later: (typeof recent)[number]): boolean =>
+      later.call?.name === call?.name && later.call?.args === call?.args && later.result.error === undefined;
+    if (call !== undefined && recent.slice(index + 1).some(clears)) continue;
     const subject = call === undefined ? (name ?? 'a tool') : callSubject(call);
     candidates.push({ text: `- ${subject} failed: ${result.error}`, priority: 80 + index, order: result.order });
   }
@@ -162,11 +158,8 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
   });
   open.forEach((item, index) => {
     const rank = (index + 1) / (open.length + 1);
-    candidates.push({
-      text: item,
-      priority: item.startsWith(`- ${LAST_AGENT_MESSAGE}`) ? 60 : 65 + rank,
-      order: -1 + rank,
-    });
+    const priority = item.startsWith(`- ${LAST_AGENT_MESSAGE}`) ? 60 : 65 + rank;
+    candidates.push({ text: item, priority, order: -1 + rank });
   });
   return candidates;
 }

@@ -44,9 +44,7 @@ const WEAK_DECISION =
   /\b(found|fix(?:es)?|works?|worked|should|need to|must|approach|plan|so that|therefore|caus\w*|problem|issue|will)\b/i;
 
 export function decisionScore(sentence: string): number {
-  if (STRONG_DECISION.test(sentence)) return 3;
-  if (WEAK_DECISION.test(sentence)) return 2;
-  return 0;
+  return STRONG_DECISION.test(sentence) ? 3 : WEAK_DECISION.test(sentence) ? 2 : 0;
 }
 
 /** Patterns of error lines and their rank: most specific first, the exception line a traceback ends with. */
