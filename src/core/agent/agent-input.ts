@@ -283,7 +283,6 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   const reviewTimeoutMs = checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
   const backends = parseBackends(data.model);
   const tools = (data.tools ?? []).map(parseTool);
-  const names = new Set<string>();
   // The run's own tools (docs/design.md#agent-tool: compact_context is reserved, declared or not).
   const ownTools = new Map([
     [COMPACT_CONTEXT_TOOL_NAME, "is reserved for the run's own compaction tool (compaction.agentTool)"],
@@ -291,10 +290,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   if (recall === true) ownTools.set(RECALL_TOOL_NAME, "is the run's own tool under compaction.recall");
   tools.forEach(({ function: { name } }, index) => {
     const field = `input.tools[${index}].function.name`;
-    if (names.has(name)) throw new InvalidInputError(field, `"${name}" is declared twice`);
+    if (tools.findIndex((tool) => tool.function.name === name) < index)
+      throw new InvalidInputError(field, `"${name}" is declared twice`);
     const own = ownTools.get(name);
     if (own !== undefined) throw new InvalidInputError(field, `"${name}" ${own}: name yours otherwise`);
-    names.add(name);
   });
   if (recall === true) tools.push(RECALL_TOOL);
   if (agentTool !== undefined) tools.push(COMPACT_CONTEXT_TOOL);
