@@ -27,10 +27,11 @@ import { parseConversation, writeFileWhole } from '../../src/cli/conversation-fi
 import { Compactor } from '../../src/compactor.js';
 import { COMPACTION_DEFAULTS } from '../../src/core/compaction/defaults.js';
 import { groupDigits } from '../../src/core/agent/compaction-history.js';
-import { recordCompaction, replaySession, toJsonl, type SessionLine } from '../../src/core/agent/session.js';
+import { recordCompaction, replaySession, type SessionLine } from '../../src/core/agent/session.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { toJsonl } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const TRAJECTORY = fileURLToPath(

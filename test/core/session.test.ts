@@ -5,7 +5,6 @@ import {
   recordCompaction,
   replaySession,
   summaryId,
-  toJsonl,
   type SessionEntry,
 } from '../../src/core/agent/session.js';
 import {
@@ -15,6 +14,7 @@ import {
   scriptedSummarizer,
   system,
   tool,
+  toJsonl,
   toolRounds,
   user,
 } from '../support/messages.js';

@@ -1,5 +1,5 @@
 // Small named builders for hand-written conversations in unit tests.
-import type { ChatMessage, SummarizeRequest, Summarizer, TokenCounter } from '../../src/index.js';
+import type { ChatMessage, SessionLine, SummarizeRequest, Summarizer, TokenCounter } from '../../src/index.js';
 import { messageChars } from '../../src/core/counting/tokens.js';
 import { summarizerMessages } from '../../src/core/compaction/transcript.js';
 
@@ -80,4 +80,9 @@ export function httpError(status: number, retryAfterMs?: number): Error {
     status,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
   });
+}
+
+/** Transcript lines as JSONL text: one JSON object a line, each line ended by a newline. */
+export function toJsonl(lines: readonly SessionLine[]): string {
+  return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
 }

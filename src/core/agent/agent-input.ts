@@ -257,8 +257,8 @@ const inputSchema = z.strictObject({
   keepTask: z.boolean().optional(),
   pricing: z
     .strictObject({
-      cachedInput: z.number().min(0).max(10).optional(),
-      summarizerInput: z.number().min(0).max(10).optional(),
+      cachedInput: z.number().min(0).max(10).default(DEFAULT_PRICING.cachedInput),
+      summarizerInput: z.number().min(0).max(10).default(DEFAULT_PRICING.summarizerInput),
     })
     .optional(),
   chatActivity: activitySchema.optional(),
@@ -275,8 +275,6 @@ const inputSchema = z.strictObject({
  * field, e.g. `input.model[1].contextWindow`. A continued run's carried conversation is checked by the workflow.
  */
 export function planAgentRun(input: unknown): AgentRunPlan {
-  if (typeof input !== 'object' || input === null || Array.isArray(input))
-    throw new InvalidInputError('input', 'must be an object { messages, model, compaction, tools?, maxRounds? }');
   const data = checkWith(inputSchema, input, 'input');
   assertKnownKeys(data.compaction, AGENT_COMPACTION_KEYS, 'input.compaction');
   const { coldTrigger, agentTool: agentToolOption, ...settings } = data.compaction;
@@ -285,7 +283,6 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   const reviewTimeoutMs = checkDuration(reviewTimeout, 'input.compaction.reviewTimeout');
   const backends = parseBackends(data.model);
   const tools = (data.tools ?? []).map(parseTool);
-  const names = new Set<string>();
   // The run's own tools (docs/design.md#agent-tool: compact_context is reserved, declared or not).
   const ownTools = new Map([
     [COMPACT_CONTEXT_TOOL_NAME, "is reserved for the run's own compaction tool (compaction.agentTool)"],
@@ -293,10 +290,10 @@ export function planAgentRun(input: unknown): AgentRunPlan {
   if (recall === true) ownTools.set(RECALL_TOOL_NAME, "is the run's own tool under compaction.recall");
   tools.forEach(({ function: { name } }, index) => {
     const field = `input.tools[${index}].function.name`;
-    if (names.has(name)) throw new InvalidInputError(field, `"${name}" is declared twice`);
+    if (tools.findIndex((tool) => tool.function.name === name) < index)
+      throw new InvalidInputError(field, `"${name}" is declared twice`);
     const own = ownTools.get(name);
     if (own !== undefined) throw new InvalidInputError(field, `"${name}" ${own}: name yours otherwise`);
-    names.add(name);
   });
   if (recall === true) tools.push(RECALL_TOOL);
   if (agentTool !== undefined) tools.push(COMPACT_CONTEXT_TOOL);
@@ -360,10 +357,7 @@ export function planAgentRun(input: unknown): AgentRunPlan {
           : parseDuration(data.backendCooldown.time, 'input.backendCooldown.time'),
     },
     keepTask: data.keepTask ?? COMPACTION_DEFAULTS.keepTask,
-    pricing: {
-      cachedInput: data.pricing?.cachedInput ?? DEFAULT_PRICING.cachedInput,
-      summarizerInput: data.pricing?.summarizerInput ?? DEFAULT_PRICING.summarizerInput,
-    },
+    pricing: data.pricing ?? DEFAULT_PRICING,
     chatActivity: data.chatActivity ?? {},
     toolActivity: data.toolActivity ?? {},
     continueAsNewAfterRounds: data.continueAsNewAfterRounds,
@@ -451,15 +445,6 @@ const toolSchema = z.looseObject(
   expected(`a built-in tool name or ${TOOL_SHAPE}`),
 );
 
-/** Throws as {@link checkWith} does; `value` stays the caller's object (a zod parse would copy it and reorder its keys). */
-function assertWith<Schema extends z.ZodType>(
-  schema: Schema,
-  value: unknown,
-  field: string,
-): asserts value is z.input<Schema> {
-  checkWith(schema, value, field);
-}
-
 /** One entry of `tools`: a built-in tool's name, or a function declaration. */
 function parseTool(value: unknown, index: number): ToolDeclaration {
   const field = `input.tools[${index}]`;
@@ -471,13 +456,15 @@ function parseTool(value: unknown, index: number): ToolDeclaration {
       );
     return BUILT_IN_TOOLS[value];
   }
-  assertWith(toolSchema, value, field);
-  if (isInternalActivityName(value.function.name))
+  checkWith(toolSchema, value, field);
+  // The caller's object, not zod's copy (which would reorder its keys).
+  const tool = value as z.input<typeof toolSchema>;
+  if (isInternalActivityName(tool.function.name))
     throw new InvalidInputError(
       `${field}.function.name`,
-      `"${value.function.name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
+      `"${tool.function.name}" is one of the worker's own activities, not a tool: the model could call it; name your tool otherwise`,
     );
-  return value;
+  return tool;
 }
 
 function quoted(text: string): string {

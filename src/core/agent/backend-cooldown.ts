@@ -22,8 +22,7 @@ export function freshBackendStatus(label: string): BackendStatus {
 
 /** Whether a backend rests in `round`: its cooldown of rounds, or time when set, whichever ends first. */
 export function isResting(status: BackendStatus | undefined, round: number, now: () => number): boolean {
-  if (status === undefined || status.restingUntilRound === null) return false;
-  if (round >= status.restingUntilRound) return false;
+  if (status === undefined || status.restingUntilRound === null || round >= status.restingUntilRound) return false;
   return status.restingUntilTime === null || now() < status.restingUntilTime;
 }
 

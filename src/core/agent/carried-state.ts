@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { messageTexts } from '../counting/bpe-counter.js';
 import type { UsageCounterState } from '../counting/usage-counter.js';
 import { InvalidInputError } from '../errors.js';
-import { checkWith, isRecord, validateMessages } from '../schema.js';
+import { checkWith, validateMessages } from '../schema.js';
 import type { ChatMessage } from '../types.js';
 import type { BackendStatus } from './backend-cooldown.js';
 import type { CompactionHistory } from './compaction-history.js';
@@ -44,57 +44,53 @@ const count = z.number().int().nonnegative();
 const tokenCountError = { error: 'must be a non-negative integer or null' };
 
 /** The structure; messages are checked by `validateMessages`, the run's own records only as far as it reads them. */
-const carriedStateSchema = z.looseObject({
-  version: z.literal(CARRIED_STATE_VERSION, {
-    error: `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
-  }),
-  live: z.array(z.looseObject({ id: z.string({ error: 'must be a unique transcript id' }), message: z.unknown() })),
-  sessionLines: count,
-  compactions: z.looseObject({
-    recent: z.array(z.unknown()),
-    totals: z.looseObject({}),
-    usage: z.looseObject({}),
-    undone: z.array(z.looseObject({ compaction: count, by: count })),
-  }),
-  rounds: count,
-  nextId: count,
-  counters: z.array(z.looseObject({}).nullable()),
-  pendingUserMessages: z.array(z.unknown()),
-  backendFallbacks: count,
-  backends: z.array(
-    z.looseObject({
-      label: z.string(),
-      failedRounds: count,
-      restingUntilRound: z.number().int().nullable(),
-      restingUntilTime: z.number().nullable(),
+const carriedStateSchema = z.looseObject(
+  {
+    version: z.literal(CARRIED_STATE_VERSION, {
+      error: `must be ${CARRIED_STATE_VERSION} (state carried by another version of agentRun cannot be continued); leave input.carried out`,
     }),
-  ),
-  previousRequest: z.looseObject({ ids: z.array(z.string()), sizes: z.array(count) }).nullable(),
-  peakContextTokens: count,
-  continuedAsNew: count,
-  tokenCounts: z.record(
-    z.string(),
-    z.array(z.int(tokenCountError).nonnegative(tokenCountError).nullable(), {
-      error: 'must list a count or null for each text of the live conversation',
+    live: z.array(z.looseObject({ id: z.string({ error: 'must be a unique transcript id' }), message: z.unknown() })),
+    sessionLines: count,
+    compactions: z.looseObject({
+      recent: z.array(z.unknown()),
+      totals: z.looseObject({}),
+      usage: z.looseObject({}),
+      undone: z.array(z.looseObject({ compaction: count, by: count })),
     }),
-    { error: 'must be an object of count lists by encoding' },
-  ),
-  pins: z.looseObject({
-    ids: z.array(z.string(), { error: 'must be a list of pinned message ids' }),
-    facts: z.array(z.string(), { error: 'must be a list of pinned facts' }),
-  }),
-  lastModelCallAt: z.number({ error: 'must be a workflow time in milliseconds' }).optional(),
-});
+    rounds: count,
+    nextId: count,
+    counters: z.array(z.looseObject({}).nullable()),
+    pendingUserMessages: z.array(z.unknown()),
+    backendFallbacks: count,
+    backends: z.array(
+      z.looseObject({
+        label: z.string(),
+        failedRounds: count,
+        restingUntilRound: z.number().int().nullable(),
+        restingUntilTime: z.number().nullable(),
+      }),
+    ),
+    previousRequest: z.looseObject({ ids: z.array(z.string()), sizes: z.array(count) }).nullable(),
+    peakContextTokens: count,
+    continuedAsNew: count,
+    tokenCounts: z.record(
+      z.string(),
+      z.array(z.int(tokenCountError).nonnegative(tokenCountError).nullable(), {
+        error: 'must list a count or null for each text of the live conversation',
+      }),
+      { error: 'must be an object of count lists by encoding' },
+    ),
+    pins: z.looseObject({
+      ids: z.array(z.string(), { error: 'must be a list of pinned message ids' }),
+      facts: z.array(z.string(), { error: 'must be a list of pinned facts' }),
+    }),
+    lastModelCallAt: z.number({ error: 'must be a workflow time in milliseconds' }).optional(),
+  },
+  { error: 'is what a run carries when it continues as new; leave it out' },
+);
 
 /** Validates the state a continued run was handed and returns the caller's own objects (kept byte for byte). */
 export function parseCarriedState(value: unknown, field = 'input.carried'): AgentRunCarried {
-  assertCarriedState(value, field);
-  return value;
-}
-
-function assertCarriedState(value: unknown, field: string): asserts value is AgentRunCarried {
-  if (!isRecord(value))
-    throw new InvalidInputError(field, 'is what a run carries when it continues as new; leave it out');
   const { live, pendingUserMessages, tokenCounts, pins } = checkWith(carriedStateSchema, value, field);
   const ids = new Set<string>();
   live.forEach((entry, index) => {
@@ -112,6 +108,7 @@ function assertCarriedState(value: unknown, field: string): asserts value is Age
   );
   checkMessages(pendingUserMessages, `${field}.pendingUserMessages`, '');
   checkCounts(messages, tokenCounts, `${field}.tokenCounts`);
+  return value as AgentRunCarried;
 }
 
 /** Messages validated, naming the carried field (`<list>[i]<suffix>…`). */

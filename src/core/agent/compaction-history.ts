@@ -247,7 +247,7 @@ export function renderCompactionTable(
 ): string {
   const rows = records.map(
     (record, index) =>
-      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${undoLabel(record, first + index, undone) ?? compactionKindLabel(record.kind, record.summaryChars ?? 0)}${piecesLabel(record)}${record.coldCache === true ? ', cold cache' : ''}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.askedBy === 'agent' ? ', asked by the agent' : ''}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
+      `| ${first + index} | ${record.round} | ${groupDigits(record.tokensBefore)} → ${groupDigits(record.tokensAfter)} | ${groupDigits(record.tokensReclaimed)} | ${record.dropped} | ${record.elided} | ${kindCell(record, first + index, undone)}${piecesLabel(record)}${record.coldCache === true ? ', cold cache' : ''}${userMessagesLabel(record)}${record.truncated === undefined ? '' : `, truncated ${record.truncated}`}${record.askedBy === 'agent' ? ', asked by the agent' : ''}${record.coverage === undefined || record.coverage.required === 0 ? '' : `, ${coverageLabel(record.coverage)}`} | ${record.fallback ? 'yes' : 'no'} | ${record.exhausted ? 'yes' : 'no'} | ${record.cacheHitRate === null ? '—' : percent(record.cacheHitRate)} | ${record.billedInput === null ? '—' : groupDigits(record.billedInput)} |`,
   );
   return [COMPACTION_TABLE_HEADER, '|--:|--:|--:|--:|--:|--:|---|---|---|--:|--:|', ...rows].join('\n');
 }
@@ -258,12 +258,11 @@ export function undoneIn(records: readonly CompactionRecord[], first: number): U
   );
 }
 
-function undoLabel(record: CompactionRecord, number: number, undone: readonly UndoneCompaction[]): string | undefined {
+function kindCell(record: CompactionRecord, number: number, undone: readonly UndoneCompaction[]): string {
   if (record.kind === 'undo') return undoWhat(record);
   const by = undone.find((item) => item.compaction === number)?.by;
-  return by === undefined
-    ? undefined
-    : `${compactionKindLabel(record.kind, record.summaryChars ?? 0)}, undone by #${by}`;
+  const kind = compactionKindLabel(record.kind, record.summaryChars ?? 0);
+  return by === undefined ? kind : `${kind}, undone by #${by}`;
 }
 
 /** What a run cost, in one line: `412,803 prompt tokens in 30 requests, 81% from the cache (modelled); billed input ≈ …`. */

@@ -246,10 +246,6 @@ export function parseSessionJsonl(text: string): SessionLine[] {
   return lines;
 }
 
-export function toJsonl(lines: readonly SessionLine[]): string {
-  return lines.map((line) => JSON.stringify(line)).join('\n') + (lines.length > 0 ? '\n' : '');
-}
-
 /** The id of the entry a result names by its index. */
 function idAt(entries: readonly SessionEntry[], index: number, field: string): string {
   const entry = entries[index];

@@ -39,9 +39,8 @@ export function replayScript(trajectory: unknown): ReplayScript {
     else if (callId !== undefined && current?.userMessages.length === 0) current.results.set(callId, message);
     else current?.userMessages.push(message);
   }
-  for (const turn of turns) {
+  for (const turn of turns)
     turn.unanswered = (turn.message.tool_calls ?? []).map((call) => call.id).filter((id) => !results.has(id));
-  }
   return { opening: messages.slice(0, first), turns, results };
 }
 

@@ -21,10 +21,7 @@ export class TokenCache {
   private readonly known = new Map<BpeEncodingName, Map<string, number>>();
 
   constructor(backends: readonly ResolvedBackend[]) {
-    for (const backend of backends) {
-      if (backend.tokenizer !== 'chars' && !this.known.has(backend.tokenizer))
-        this.known.set(backend.tokenizer, new Map());
-    }
+    for (const { tokenizer } of backends) if (tokenizer !== 'chars') this.known.set(tokenizer, new Map());
   }
 
   /** The counts of one encoding, which its backends' counters read and fill. */

@@ -84,10 +84,9 @@ export class TranscriptWriter {
       }
       const batch: SessionBatch = { from: this.recordedLines, lines: this.unrecorded.slice(0, count) };
       this.limit.check(`a batch of ${count} transcript line${count === 1 ? '' : 's'} (from line ${batch.from})`, bytes);
-      const last = batch.from + count - 1;
       const { recordSession } = proxyActivities<CompactorActivities>({
         ...BOOKKEEPING_ACTIVITY,
-        summary: `session lines ${batch.from}–${last} (${groupDigits(bytes)} bytes)`,
+        summary: `session lines ${batch.from}–${batch.from + count - 1} (${groupDigits(bytes)} bytes)`,
       });
       try {
         await recordSession(batch);
