@@ -8,7 +8,6 @@ import { redactFailure } from '../redact.js';
 const MAX_HEARTBEAT_INTERVAL_MS = 5000;
 const MIN_HEARTBEAT_INTERVAL_MS = 50;
 
-/** A quarter of the heartbeat timeout, at most 5 s. */
 function heartbeatInterval(heartbeatTimeoutMs: number | undefined): number {
   if (heartbeatTimeoutMs === undefined || heartbeatTimeoutMs <= 0) return MAX_HEARTBEAT_INTERVAL_MS;
   // Well under the timeout: the SDK throttles what it sends to the server anyway.

@@ -196,7 +196,6 @@ export function createBuiltInTools({
     const { real, base } = await locate('grep', path);
     const kind = await stat(real);
     if (!kind.isFile() && !kind.isDirectory()) throw notAFile('grep', path);
-    // Matches stop short of the result's size, leaving room for the closing note.
     const maxOutputChars = Math.max(MAX_GREP_LINE_CHARS, maxResultChars - GREP_NOTE_CHARS);
     // Always an activity: `heartbeating` runs each tool in the activity's context.
     const signal = Context.current().cancellationSignal;

@@ -48,7 +48,6 @@ function count(value: unknown): number | undefined {
     : undefined;
 }
 
-/** A window as sent: a count other than 0. */
 const windowOf = (value: unknown): number | undefined => count(value) || undefined;
 
 /**
@@ -74,7 +73,6 @@ function promptOverflow(source: ContextOverflowSource, contextWindow: number | u
   return overflow(source, { contextWindow, requestTokens: prompt, promptTokens: prompt });
 }
 
-// llama.cpp
 const LLAMA_CPP_MESSAGE =
   /\b(?:request|input) \((\d{1,12}) tokens\) (?:exceeds the available context size|is larger than the max context size) \((\d{1,12}) tokens\)/i;
 // OpenAI, vLLM up to v0.10, and the servers that copied them
@@ -90,10 +88,8 @@ const MAX_TOKENS_TOO_LARGE =
   /'max_tokens' or 'max_completion_tokens' is too large: (\d{1,12})\. This model's maximum context length is (\d{1,12}) tokens and your request has (\d{1,12}) input tokens/i;
 const DECODER_PROMPT =
   /The decoder prompt \(length (\d{1,12})\) (?:plus the number of requested output tokens \(at least 1\) )?is longer than the maximum model length of (\d{1,12})/i;
-// Ollama
 const OLLAMA_MESSAGE =
   /the prompt is longer than the context length currently available to the model|the input length exceeds the context length/i;
-// Anthropic
 const ANTHROPIC_MESSAGE = /prompt is too long: (\d{1,12}) tokens > (\d{1,12}) maximum/i;
 
 /** Reads one error (no `cause`); undefined when it is not a context overflow. */

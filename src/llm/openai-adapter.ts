@@ -18,7 +18,6 @@ export interface OpenAIClientSettings {
   timeoutMs: number;
 }
 
-/** Trimmed, and undefined when blank. */
 const given = (value: string | undefined): string | undefined => value?.trim() || undefined;
 
 /** No model server is configured: neither an API key nor a base URL was given or found. */

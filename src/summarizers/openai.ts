@@ -25,7 +25,6 @@ interface OpenAISummarizerCommonOptions {
   temperature?: number;
 }
 
-/** The summarizer builds its own client. */
 interface OpenAISummarizerOwnClientOptions extends OpenAISummarizerCommonOptions {
   /** The API's base URL, ending in `/v1` for most servers. @default OPENAI_BASE_URL, else https://api.openai.com/v1 */
   baseURL?: string;
