@@ -551,7 +551,6 @@ export const LIBRARY_SECRET_VARIABLES = [
   'TEMPORAL_TLS_CLIENT_KEY_DATA',
 ] as const;
 
-/** The environment variables whose values are secret. */
 export function secretVariables(): string[] {
   const secrets = SETTING_KEYS.filter((key) => (settings[key] as Setting).secret === true);
   return [...secrets.map(envOf), ...LIBRARY_SECRET_VARIABLES];
@@ -588,7 +587,6 @@ export function workerSecrets(
   ];
 }
 
-/** Options for `node:util` `parseArgs`, one string option per flag. */
 export function configParseArgsOptions(): Record<string, { type: 'string' }> {
   const names = SETTING_KEYS.flatMap((key) => flagOf(key) ?? []);
   return Object.fromEntries(names.map((name) => [name, { type: 'string' as const }]));
@@ -602,7 +600,6 @@ export function configFlagsFromArgs(values: Readonly<Record<string, unknown>>): 
   return Object.fromEntries(given.filter(isValue));
 }
 
-/** The settings that say how to reach Temporal. */
 export const TEMPORAL_SETTING_KEYS = ['temporalAddress', 'temporalNamespace', 'temporalApiKey', 'temporalTls'] as const;
 
 /** How to reach Temporal: a whole configuration, or just these settings (`readSettings(TEMPORAL_SETTING_KEYS)`). */

@@ -170,7 +170,6 @@ export function topLevelHelp(commands: readonly CliCommand[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The one positional argument, required. */
 export function onlyArgument(context: CommandContext, what: string): string {
   const [value, ...rest] = context.positionals;
   if (value === undefined || value === '') throw new UsageError(`${what} is required`);

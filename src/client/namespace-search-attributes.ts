@@ -19,7 +19,6 @@ export const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
 
 const { IndexedValueType } = proto.temporal.api.enums.v1;
 
-/** The operator API's `IndexedValueType` number of one of the SDK's type names. */
 function indexedValueType(type: SearchAttributeType): number {
   return IndexedValueType[`INDEXED_VALUE_TYPE_${type}`];
 }

@@ -21,7 +21,6 @@ export function claimDataFor({ manifestId, keyId }: ClaimFields): Record<string,
   return keyId === undefined ? { m } : { m, k: keyId };
 }
 
-/** The fields of a claim, or why it is not one of ours. */
 function parseClaim(claimData: Readonly<Record<string, unknown>>): ClaimFields | { problem: string } {
   const { m, k, ...rest } = claimData;
   const unknown = Object.keys(rest).sort();

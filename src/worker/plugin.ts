@@ -24,7 +24,6 @@ import { bundleHasTracing, createTracing, type CompactorTracing, type TracingOpt
 import { workerStartLine, type WorkerStart } from './start-line.js';
 import { withOurWorkflows } from './workflow-bundling.js';
 
-/** What the plugin registers on a worker. */
 export type PluginRegistration = 'all' | 'workflows' | 'activities';
 
 export interface CompactorPluginOptions {

@@ -6,7 +6,6 @@ import type { Summarizer } from '../core/types.js';
 import { descriptionOf } from '../described.js';
 import { redactUrls } from '../redact.js';
 
-/** What a worker is started with, as its start line names it. */
 export interface WorkerStart {
   /** The task queues polled, with what each runs (`all`, `workflows`, `activities`). */
   queues: readonly { taskQueue: string; runs: 'all' | 'workflows' | 'activities' }[];
