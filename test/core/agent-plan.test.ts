@@ -63,6 +63,14 @@ describe('planAgentRun', () => {
   ])('%j → %s', (input, field) => {
     expect(invalid(input).field).toBe(field);
   });
+
+  it('an input that is not an object: what it must be and the kind of value seen, not the value', () => {
+    const shape = 'must be an object { messages, model, compaction, tools?, maxRounds? }';
+    expect(invalid(null).message).toBe(`input: ${shape}, got null`);
+    expect(invalid([{ role: 'user', content: 'x'.repeat(1_000) }]).message).toBe(`input: ${shape}, got a list`);
+    expect(invalid('text').message).toBe(`input: ${shape}, got string`);
+    expect(invalid(undefined).message).toBe('input: required');
+  });
 });
 
 describe('planAgentRun: input a provider would reject', () => {

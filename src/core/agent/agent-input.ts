@@ -246,29 +246,36 @@ export const AGENT_COMPACTION_KEYS: readonly string[] = [
   ...Object.keys(agentCompactionSchema.shape),
 ];
 
-const inputSchema = z.strictObject({
-  messages: z.array(z.unknown()),
-  model: z.unknown(),
-  // Each entry is checked by parseTool, which names the field and says what is wrong with it.
-  tools: z.array(z.unknown()).optional(),
-  compaction: agentCompactionSchema,
-  maxRounds: positiveInt.optional(),
-  backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
-  keepTask: z.boolean().optional(),
-  pricing: z
-    .strictObject({
-      cachedInput: z.number().min(0).max(10).default(DEFAULT_PRICING.cachedInput),
-      summarizerInput: z.number().min(0).max(10).default(DEFAULT_PRICING.summarizerInput),
-    })
-    .optional(),
-  chatActivity: activitySchema.optional(),
-  toolActivity: activitySchema.optional(),
-  continueAsNewAfterRounds: positiveInt.optional(),
-  searchAttributes: z.boolean().optional(),
-  maxPayloadBytes: z.number().int().min(1024).optional(),
-  // What a run carries across continue-as-new; the workflow checks it by replaying its transcript.
-  carried: z.unknown().optional(),
-});
+const inputSchema = z.strictObject(
+  {
+    messages: z.array(z.unknown()),
+    model: z.unknown(),
+    // Each entry is checked by parseTool, which names the field and says what is wrong with it.
+    tools: z.array(z.unknown()).optional(),
+    compaction: agentCompactionSchema,
+    maxRounds: positiveInt.optional(),
+    backendCooldown: z.strictObject({ rounds: nonNegativeInt.optional(), time: duration.optional() }).optional(),
+    keepTask: z.boolean().optional(),
+    pricing: z
+      .strictObject({
+        cachedInput: z.number().min(0).max(10).default(DEFAULT_PRICING.cachedInput),
+        summarizerInput: z.number().min(0).max(10).default(DEFAULT_PRICING.summarizerInput),
+      })
+      .optional(),
+    chatActivity: activitySchema.optional(),
+    toolActivity: activitySchema.optional(),
+    continueAsNewAfterRounds: positiveInt.optional(),
+    searchAttributes: z.boolean().optional(),
+    maxPayloadBytes: z.number().int().min(1024).optional(),
+    // What a run carries across continue-as-new; the workflow checks it by replaying its transcript.
+    carried: z.unknown().optional(),
+  },
+  // The kind of value seen, not the value: an input passed as the message list would fill the message.
+  {
+    error: ({ input }) =>
+      `must be an object { messages, model, compaction, tools?, maxRounds? }, got ${Array.isArray(input) ? 'a list' : input === null ? 'null' : typeof input}`,
+  },
+);
 
 /**
  * Validates an `agentRun` input and applies the defaults. Throws `InvalidInputError` naming the
