@@ -87,12 +87,7 @@ export class GarbageCollectionError extends Error {
 }
 
 const KINDS: readonly SweptKind[] = ['manifest', 'node', 'chunk', 'temporary'];
-const emptyTallies = (): TallyByKind => ({
-  manifest: noTally(),
-  node: noTally(),
-  chunk: noTally(),
-  temporary: noTally(),
-});
+const emptyTallies = (): TallyByKind => Object.fromEntries(KINDS.map((kind) => [kind, noTally()])) as TallyByKind;
 const YOUNG = { manifest: 'youngManifests', node: 'youngNodes', chunk: 'youngChunks' } as const;
 const MISSING_SHOWN = 20;
 const PROGRESS_EVERY_MS = 2_000;
