@@ -244,12 +244,10 @@ export class WritePlanner {
       for (const item of items) {
         group.push(item);
         if (!nodeEndsAfter(item.id, group.length)) continue;
-        const plaintext = encodeNode(
-          level,
-          group.map((member) => member.entry),
-        );
+        const entries = group.map((member) => member.entry);
+        const plaintext = encodeNode(level, entries);
         const id = objectId(plaintext, key);
-        const length = group.reduce((sum, member) => sum + entryLength(member.entry), 0);
+        const length = entries.reduce((sum, entry) => sum + entryLength(entry), 0);
         const children = group.flatMap((member) => (member.object === undefined ? [] : [member.object]));
         closed.push({
           id,
