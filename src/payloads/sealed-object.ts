@@ -199,11 +199,9 @@ export function unsealObject(
     const decipher = createDecipheriv('aes-256-gcm', key.chunkKey, nonce);
     decipher.setAAD(sealed.subarray(0, headerLength));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    const ciphertext = sealed.subarray(headerLength, sealed.length - TAG_BYTES);
     try {
-      body = Buffer.concat([
-        decipher.update(sealed.subarray(headerLength, sealed.length - TAG_BYTES)),
-        decipher.final(),
-      ]);
+      body = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
     } catch {
       throw broken(
         `failed authentication under key id ${JSON.stringify(keyId)} (altered, or another key was configured under that id)`,
