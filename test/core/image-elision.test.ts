@@ -4,13 +4,13 @@
 import { describe, expect, it } from 'vitest';
 import { Compactor, InvalidInputError, REFERENCE_EXACT, type ChatMessage, type ContentPart } from '../../src/index.js';
 import { recordCompaction, replaySession, type SessionEntry } from '../../src/core/agent/session.js';
-import { imageStub, planImageElisions } from '../../src/core/compaction/elision.js';
+import { planImageElisions } from '../../src/core/compaction/elision.js';
 import { compactionSteps } from '../../src/core/compaction/engine.js';
 import { runCompactionSteps } from '../../corpus/fake-summarizer.js';
 import { needsCompactionCore } from '../../src/core/compaction/needs-compaction.js';
 import { resolveOptions, type CompactionOptions } from '../../src/core/compaction/options.js';
 import { findRegions } from '../../src/core/compaction/regions.js';
-import { imagePartInfo } from '../../src/core/counting/parts.js';
+import { imagePartInfo, imageStub } from '../../src/core/counting/parts.js';
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import { dataUrl, gifBytes, pngBytes } from '../support/images.js';
 import { scriptedSummarizer } from '../support/messages.js';

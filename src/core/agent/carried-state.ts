@@ -128,11 +128,10 @@ function checkMessages(messages: unknown[], list: string, suffix: string): ChatM
 
 function checkCounts(live: readonly ChatMessage[], counts: Record<string, Array<number | null>>, field: string): void {
   const texts = live.reduce((sum, message) => sum + messageTexts(message).length, 0);
-  for (const [encoding, list] of Object.entries(counts)) {
+  for (const [encoding, list] of Object.entries(counts))
     if (list.length !== texts)
       throw new InvalidInputError(
         `${field}.${encoding}`,
         `must list a count or null for each of the ${texts} texts of the live conversation`,
       );
-  }
 }

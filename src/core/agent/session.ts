@@ -228,9 +228,8 @@ export function applyUndoLine(entries: readonly SessionEntry[], line: UndoLine, 
 }
 
 export function parseSessionJsonl(text: string): SessionLine[] {
-  const lines: SessionLine[] = [];
-  text.split('\n').forEach((raw, index) => {
-    if (raw.trim() === '') return;
+  return text.split('\n').flatMap((raw, index): SessionLine[] => {
+    if (raw.trim() === '') return [];
     let value: unknown;
     try {
       value = JSON.parse(raw);
@@ -241,9 +240,8 @@ export function parseSessionJsonl(text: string): SessionLine[] {
     if (!SESSION_LINE_TYPES.some((known) => known === type))
       throw new InvalidInputError(`lines[${index}].type`, LINE_TYPES_REASON);
     // The shape of each kind is checked when it is applied (ids must resolve; messages were validated when recorded).
-    lines.push(value as SessionLine);
+    return [value as SessionLine];
   });
-  return lines;
 }
 
 /** The id of the entry a result names by its index. */

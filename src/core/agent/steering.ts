@@ -170,13 +170,11 @@ export function steeredInstructions(
 }
 
 export function pinDetails(pins: Pins): string[] {
-  const lines: string[] = [];
-  if (pins.ids.length > 0) lines.push(`Pinned messages: ${pins.ids.join(', ')}`);
-  if (pins.facts.length > 0)
-    lines.push(
-      `Pinned facts (kept by every summary): ${pins.facts.map((fact) => `“${oneLine(fact, 80)}”`).join(' · ')}`,
-    );
-  return lines;
+  const facts = pins.facts.map((fact) => `“${oneLine(fact, 80)}”`).join(' · ');
+  return [
+    ...(pins.ids.length > 0 ? [`Pinned messages: ${pins.ids.join(', ')}`] : []),
+    ...(pins.facts.length > 0 ? [`Pinned facts (kept by every summary): ${facts}`] : []),
+  ];
 }
 
 /** docs/design.md#review */

@@ -18,12 +18,9 @@ import type { ChatMessage, CompactionResult, ContentPart, Coverage, FallbackReas
 
 function assemble(messages: readonly ChatMessage[], regions: Regions, summary: string): ChatMessage[] {
   const first = regions.middle[0];
-  const assembled: ChatMessage[] = [];
-  messages.forEach((message, index) => {
-    if (index === first) assembled.push({ role: 'user', content: summary });
-    else if (regions.inMiddle[index] !== 1) assembled.push(message);
-  });
-  return assembled;
+  return messages.flatMap((message, index): ChatMessage[] =>
+    index === first ? [{ role: 'user', content: summary }] : regions.inMiddle[index] === 1 ? [] : [message],
+  );
 }
 
 /**

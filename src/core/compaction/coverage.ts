@@ -219,9 +219,8 @@ function forEachToken(text: string, visit: (start: number, end: number, marks: n
     }
     let end = -1;
     let next = index + 1;
-    for (let cls = classOf(text, next); next < length && (cls & 4) !== 0; cls = classOf(text, ++next)) {
+    for (let cls = classOf(text, next); next < length && (cls & 4) !== 0; cls = classOf(text, ++next))
       if ((cls & 2) !== 0) end = next;
-    }
     if (end !== -1) {
       let last = end;
       while (last > index && STRIPPED.has(text.charCodeAt(last))) last -= 1;

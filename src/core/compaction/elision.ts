@@ -1,7 +1,7 @@
 // Sandbox-safe: observation aging — call identity, eligibility, stubs (docs/design.md#elision).
 import type { ResolvedOptions } from './options.js';
 import type { Regions } from './regions.js';
-import { groupDigits, imagePartInfo, imagePartTokens, imageSizeLabel, type ImagePartInfo } from '../counting/parts.js';
+import { imagePartInfo, imagePartTokens, imageStub } from '../counting/parts.js';
 import { contentText, messageChars } from '../counting/tokens.js';
 import type { ChatMessage, ContentPart, Elision } from '../types.js';
 
@@ -207,13 +207,6 @@ export function planElisions(
     if (charsAfter < ageReclaimMin) charsAfter += messageChars(message);
   }
   return { elisions: fromEnd.reverse(), poolChars };
-}
-
-/** `[image elided: 1280×800 png, ~1,105 tokens]` (Latin-1 only, like the transcript's markers). */
-export function imageStub(image: ImagePartInfo): string {
-  const label = imageSizeLabel(image);
-  const tokens = `~${groupDigits(imagePartTokens(image))} tokens`;
-  return `[image elided: ${label === undefined ? tokens : `${label}, ${tokens}`}]`;
 }
 
 const IMAGE_CHARS_PER_TOKEN = 4;

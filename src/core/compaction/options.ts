@@ -171,12 +171,11 @@ true satisfies SameKeys<CompactionOptions, typeof optionsSchema.shape>;
 export function resolveOptions(options: unknown, field = 'options'): ResolvedOptions {
   assertKnownKeys(options, COMPACTION_OPTION_KEYS, field);
   const { retryBackoff, ...rest } = checkWith(optionsSchema, options, field);
-  if (rest.targetRatio > rest.triggerRatio) {
+  if (rest.targetRatio > rest.triggerRatio)
     throw new InvalidInputError(
       `${field}.targetRatio`,
       `must not exceed triggerRatio (${rest.triggerRatio}), got ${rest.targetRatio}`,
     );
-  }
   return { ...rest, retryBackoffMs: parseDuration(retryBackoff, `${field}.retryBackoff`) };
 }
 

@@ -121,9 +121,8 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     perNonTextPart,
     known,
   } = options;
-  if (!BPE_ENCODING_NAMES.includes(encoding)) {
+  if (!BPE_ENCODING_NAMES.includes(encoding))
     throw new InvalidInputError('options.encoding', `must be one of ${BPE_ENCODING_NAMES.join(', ')}`);
-  }
   for (const [name, value] of Object.entries({ perMessage, perRequest, perName, perToolCall, perNonTextPart }))
     assertTokenAmount(name, value);
 
@@ -152,9 +151,8 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     roleTokens.set(message.role, role);
     let tokens = perMessage + role + contentTokens(message.content);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
-    for (const call of message.tool_calls ?? []) {
+    for (const call of message.tool_calls ?? [])
       tokens += perToolCall + textTokens(call.function.name) + textTokens(call.function.arguments);
-    }
     return tokens;
   };
   return {

@@ -99,13 +99,15 @@ export function imageSizeLabel(image: ImagePartInfo): string | undefined {
   return image.size === undefined ? undefined : `${image.size.width}×${image.size.height} ${image.size.format}`;
 }
 
+/** `[image elided: 1280×800 png, ~1,105 tokens]` (Latin-1 only, like the transcript's markers). */
+export function imageStub(image: ImagePartInfo): string {
+  return described('image elided', [imageSizeLabel(image), `~${groupDigits(imagePartTokens(image))} tokens`]);
+}
+
 /** A non-text part as the summarizer's transcript shows it, never its data: `[audio: wav, 48,000 bytes]`. */
 export function describeNonTextPart(part: ContentPart): string {
   const image = imagePartInfo(part);
-  if (image !== undefined) {
-    const label = imageSizeLabel(image);
-    return label === undefined ? '[image]' : `[image: ${label}]`;
-  }
+  if (image !== undefined) return described('image', [imageSizeLabel(image)]);
   const body: unknown = Reflect.get(part, part.type);
   if (part.type === 'input_audio' && isRecord(body))
     return described('audio', [stringOf(body.format), bytesOf(body.data)]);
