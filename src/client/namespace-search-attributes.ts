@@ -123,12 +123,11 @@ function searchAttributeWarning(
   setup: Pick<SearchAttributeSetup, 'missing' | 'conflicting' | 'error'>,
 ): string | undefined {
   if (setup.missing.length === 0 && setup.conflicting.length === 0) return undefined;
-  const parts: string[] = [];
-  if (setup.missing.length > 0)
-    parts.push(
-      `missing ${setup.missing.join(', ')}${setup.error === undefined ? '' : ` (could not register them: ${setup.error})`}`,
-    );
-  if (setup.conflicting.length > 0) parts.push(`registered with another type: ${setup.conflicting.join(', ')}`);
+  const unregistered = setup.error === undefined ? '' : ` (could not register them: ${setup.error})`;
+  const parts = [
+    ...(setup.missing.length > 0 ? [`missing ${setup.missing.join(', ')}${unregistered}`] : []),
+    ...(setup.conflicting.length > 0 ? [`registered with another type: ${setup.conflicting.join(', ')}`] : []),
+  ];
   const commands = Object.entries(COMPACTOR_SEARCH_ATTRIBUTES)
     .filter(([name]) => setup.missing.includes(name))
     .map(

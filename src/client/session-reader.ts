@@ -77,9 +77,8 @@ export async function* historyEvents(
         ...(nextPageToken === undefined ? {} : { nextPageToken }),
       });
     yield* page.history?.events ?? [];
-    const token = page.nextPageToken;
-    if (token === undefined || token === null || token.length === 0) return;
-    nextPageToken = token;
+    if (!page.nextPageToken?.length) return;
+    nextPageToken = page.nextPageToken;
   }
 }
 

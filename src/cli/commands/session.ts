@@ -54,9 +54,8 @@ export const session: CliCommand = {
     const queryTimeoutMs = queryTimeoutOf(context);
     const { workflowId, client } = await openAgentRun(context);
     const jsonl = context.values.jsonl === true;
-    for await (const line of readSession(client, workflowId, { queryTimeoutMs })) {
+    for await (const line of readSession(client, workflowId, { queryTimeoutMs }))
       context.io.stdout(`${jsonl ? JSON.stringify(line) : describeSessionLine(line)}\n`);
-    }
     return 0;
   },
 };

@@ -176,9 +176,8 @@ export function fileAndCommandCandidates(transcript: Turns): Candidate[] {
     if (!isCommandLine && paths.length === 0)
       useTool(otherTools, call.name, call.order, 1, error === undefined ? 0 : 1);
   }
-  for (const { result } of transcript.results) {
+  for (const { result } of transcript.results)
     for (const path of pathsIn(result.text)) useFile(files, path, result.order, false);
-  }
 
   const candidates: Candidate[] = [...verbatim];
   const lastOrder = Math.max(1, ...transcript.calls.map((call) => call.order));

@@ -131,9 +131,8 @@ function unresolvedCandidates(transcript: Turns): Candidate[] {
     const subject = call === undefined ? (name ?? 'a tool') : callSubject(call);
     candidates.push({ text: `- ${subject} failed: ${result.error}`, priority: 80 + index, order: result.order });
   }
-  for (const call of transcript.calls.filter((item) => item.result === undefined).slice(-3)) {
+  for (const call of transcript.calls.filter((item) => item.result === undefined).slice(-3))
     candidates.push({ text: `- No result recorded for ${callSubject(call)}`, priority: 70, order: call.order });
-  }
 
   // The agent's last words say where it stood; skip headings and one-word lines ("Perfect!").
   let lastWords = false;
