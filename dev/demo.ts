@@ -24,8 +24,8 @@ import { compactorPlugin } from '../src/worker/plugin.js';
 import { installQuietTelemetryRuntime } from '../src/telemetry/metrics.js';
 import { workflowCode } from '../src/worker/create-worker.js';
 import {
+  agentRunQueries,
   agentRun,
-  compactionsQuery,
   type AgentRunResult,
   type AgentRunWorkflowInput,
 } from '../src/workflows/agent-run.js';
@@ -289,7 +289,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoOutcome> {
           async (error: unknown) => {
             if (!(error instanceof WorkflowFailedError)) throw error;
             stderr(`The run failed: ${error.cause?.message ?? error.message}\n`);
-            return { status: 'failed' as const, rounds: printed, compactions: await handle.query(compactionsQuery) };
+            return {
+              status: 'failed' as const,
+              rounds: printed,
+              compactions: await handle.query(agentRunQueries.compactions),
+            };
           },
         );
         await following;

@@ -62,63 +62,48 @@ export interface ContextExhaustedDetails {
 /** The update's argument: the text (or content parts) of a user message. */
 export type AddUserMessageInput = string | { content: string | ContentPart[] };
 
-/** Adds a user message to the conversation: it is sent with the next chat round; answers how many wait. */
-export const addUserMessageUpdate = defineUpdate<{ pending: number }, [AddUserMessageInput]>('addUserMessage');
 /** What the `stop` update answers: the run will stop once its current round is done. */
 export interface StopAnswer {
   stopping: true;
   /** Rounds done when the stop was asked for. */
   rounds: number;
 }
-/** Stops the run gracefully: the round in progress finishes, then the run returns its result with `stopReason: 'stopped'`. */
-export const stopUpdate = defineUpdate<StopAnswer, []>('stop');
-/** The transcript so far: a reference to the recorded lines and the lines not recorded yet. */
-export const sessionQuery = defineQuery<SessionSnapshot>('session');
-/** The compaction history: totals and the recent records. */
-export const compactionsQuery = defineQuery<CompactionHistory>('compactions');
-/** The live conversation. */
-export const conversationQuery = defineQuery<ChatMessage[]>('conversation');
-
-/**
- * Compacts the run before its next chat request, even under the trigger, with `instructions` for this
- * summary (docs/design.md#steering): answers the record, or `{ compacted: false, reason }`.
- */
-export const compactUpdate = defineUpdate<CompactAnswer, [CompactUpdateInput]>('compact');
-/** Pins messages by transcript id (kept in place by every compaction) and/or a fact every summary keeps. */
-export const pinUpdate = defineUpdate<Pins, [PinUpdateInput]>('pin');
-/** Unpins messages pinned by `pin` (and/or forgets a pinned fact); answers with the run's pins. */
-export const unpinUpdate = defineUpdate<Pins, [PinUpdateInput]>('unpin');
-/** The live conversation with the transcript id of each message: the ids `pin` takes. */
-export const conversationEntriesQuery = defineQuery<SessionEntry[]>('conversationEntries');
-
-/** With `compaction.review: 'approve'`: the compaction waiting for `reviewCompaction`, or null. */
-export const pendingCompactionQuery = defineQuery<CompactionProposal | null>('pendingCompaction');
-/** Applies, rejects or edits (applies with your summary) the compaction waiting for review. */
-export const reviewCompactionUpdate = defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction');
-
-/**
- * Undoes compaction `compactionId` (default: the last in effect) before the next chat request, every
- * message it replaced, dropped or elided back byte for byte (docs/design.md#undo). `Compaction.UndoRefused`
- * when the result would not fit the window or later compactions depend on it.
- */
-export const undoCompactionUpdate = defineUpdate<CompactionRecord, [UndoCompactionInput]>('undoCompaction');
 
 /** The updates of `agentRun` by Temporal name (docs/agent-runs.md#steering): `handle.executeUpdate(agentRunUpdates.stop)`. */
 export const agentRunUpdates = {
-  addUserMessage: addUserMessageUpdate,
-  stop: stopUpdate,
-  compact: compactUpdate,
-  pin: pinUpdate,
-  unpin: unpinUpdate,
-  reviewCompaction: reviewCompactionUpdate,
-  undoCompaction: undoCompactionUpdate,
+  /** Adds a user message to the conversation: it is sent with the next chat round; answers how many wait. */
+  addUserMessage: defineUpdate<{ pending: number }, [AddUserMessageInput]>('addUserMessage'),
+  /** Stops the run gracefully: the round in progress finishes, then the run returns its result with `stopReason: 'stopped'`. */
+  stop: defineUpdate<StopAnswer, []>('stop'),
+  /**
+   * Compacts the run before its next chat request, even under the trigger, with `instructions` for this
+   * summary (docs/design.md#steering): answers the record, or `{ compacted: false, reason }`.
+   */
+  compact: defineUpdate<CompactAnswer, [CompactUpdateInput]>('compact'),
+  /** Pins messages by transcript id (kept in place by every compaction) and/or a fact every summary keeps. */
+  pin: defineUpdate<Pins, [PinUpdateInput]>('pin'),
+  /** Unpins messages pinned by `pin` (and/or forgets a pinned fact); answers with the run's pins. */
+  unpin: defineUpdate<Pins, [PinUpdateInput]>('unpin'),
+  /** Applies, rejects or edits (applies with your summary) the compaction waiting for review. */
+  reviewCompaction: defineUpdate<ReviewAnswer, [ReviewCompactionInput]>('reviewCompaction'),
+  /**
+   * Undoes compaction `compactionId` (default: the last in effect) before the next chat request, every
+   * message it replaced, dropped or elided back byte for byte (docs/design.md#undo). `Compaction.UndoRefused`
+   * when the result would not fit the window or later compactions depend on it.
+   */
+  undoCompaction: defineUpdate<CompactionRecord, [UndoCompactionInput]>('undoCompaction'),
 } as const;
 
 /** The queries of `agentRun`, each under its Temporal name: `handle.query(agentRunQueries.compactions)`. */
 export const agentRunQueries = {
-  session: sessionQuery,
-  compactions: compactionsQuery,
-  conversation: conversationQuery,
-  conversationEntries: conversationEntriesQuery,
-  pendingCompaction: pendingCompactionQuery,
+  /** The transcript so far: a reference to the recorded lines and the lines not recorded yet. */
+  session: defineQuery<SessionSnapshot>('session'),
+  /** The compaction history: totals and the recent records. */
+  compactions: defineQuery<CompactionHistory>('compactions'),
+  /** The live conversation. */
+  conversation: defineQuery<ChatMessage[]>('conversation'),
+  /** The live conversation with the transcript id of each message: the ids `pin` takes. */
+  conversationEntries: defineQuery<SessionEntry[]>('conversationEntries'),
+  /** With `compaction.review: 'approve'`: the compaction waiting for `reviewCompaction`, or null. */
+  pendingCompaction: defineQuery<CompactionProposal | null>('pendingCompaction'),
 } as const;

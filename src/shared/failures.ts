@@ -24,10 +24,9 @@ export function nonRetryableFailure(
   return ApplicationFailure.create({ type, message, nonRetryable: true, details: detailList, cause });
 }
 
-export function invalidInputFailure(error: InvalidInputError): ApplicationFailure {
-  const details: InvalidInputDetails = { field: error.field, reason: error.reason };
-  if (error.index !== undefined) details.index = error.index;
-  return nonRetryableFailure(FailureType.Compaction.InvalidInput, error.message, details);
+export function invalidInputFailure({ field, reason, index, message }: InvalidInputError): ApplicationFailure {
+  const details: InvalidInputDetails = index === undefined ? { field, reason } : { field, reason, index };
+  return nonRetryableFailure(FailureType.Compaction.InvalidInput, message, details);
 }
 
 /** `Compaction.UndoRefused`, non-retryable: why the undo cannot apply, in its message and details (docs/design.md#undo). */

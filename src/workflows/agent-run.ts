@@ -9,18 +9,8 @@ import { FailureType, InvalidInputError } from '../core/errors.js';
 import { validateMessages } from '../core/schema.js';
 import type { ChatMessage } from '../core/types.js';
 import {
-  addUserMessageUpdate,
-  compactionsQuery,
-  compactUpdate,
-  conversationEntriesQuery,
-  conversationQuery,
-  pendingCompactionQuery,
-  pinUpdate,
-  reviewCompactionUpdate,
-  sessionQuery,
-  undoCompactionUpdate,
-  stopUpdate,
-  unpinUpdate,
+  agentRunUpdates as updates,
+  agentRunQueries as queries,
   type AddUserMessageInput,
   type AgentRunResult,
   type AgentRunWorkflowInput,
@@ -42,13 +32,13 @@ function validate(loop: AgentLoop, check: () => unknown, finished = 'the run has
  */
 function steer(loop: AgentLoop): void {
   const { steering, review, undo } = loop;
-  setHandler(conversationEntriesQuery, () => loop.conversation.liveEntries);
-  setHandler(compactUpdate, (input?: unknown) => steering.requestCompaction(parseCompactInput(input).instructions), {
+  setHandler(queries.conversationEntries, () => loop.conversation.liveEntries);
+  setHandler(updates.compact, (input?: unknown) => steering.requestCompaction(parseCompactInput(input).instructions), {
     validator: (input?: unknown) => validate(loop, () => parseCompactInput(input)),
   });
   for (const [definition, kind] of [
-    [pinUpdate, 'pin'],
-    [unpinUpdate, 'unpin'],
+    [updates.pin, 'pin'],
+    [updates.unpin, 'unpin'],
   ] as const) {
     setHandler(definition, (input) => steering.requestPins(kind, parsePinInput(input, kind)), {
       validator: (input) => validate(loop, () => steering.checkPins(kind, parsePinInput(input, kind))),
@@ -56,12 +46,12 @@ function steer(loop: AgentLoop): void {
   }
   // docs/design.md#undo: refused at once when it names no compaction it can undo; the loop serves it.
   const undoTarget = (input: unknown): number => undo.target(parseUndoInput(input));
-  setHandler(undoCompactionUpdate, (input?: unknown) => undo.request(failOnInvalidInput(() => undoTarget(input))), {
+  setHandler(updates.undoCompaction, (input?: unknown) => undo.request(failOnInvalidInput(() => undoTarget(input))), {
     validator: (input?: unknown) => validate(loop, () => undoTarget(input)),
   });
   // docs/design.md#review: the handler records the decision; the loop, waiting on it, goes on.
-  setHandler(pendingCompactionQuery, () => review.proposal ?? null);
-  setHandler(reviewCompactionUpdate, (input) => review.decide(review.check(input)), {
+  setHandler(queries.pendingCompaction, () => review.proposal ?? null);
+  setHandler(updates.reviewCompaction, (input) => review.decide(review.check(input)), {
     validator: (input) => validate(loop, () => review.check(input)),
   });
 }
@@ -102,14 +92,14 @@ function userMessageFrom(input: AddUserMessageInput): ChatMessage {
 export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   const plan = failOnInvalidInput(() => planAgentRun(input));
   const loop = failOnInvalidInput(() => new AgentLoop(input, plan));
-  setHandler(sessionQuery, () => loop.sessionSnapshot());
-  setHandler(compactionsQuery, () => loop.ledger.compactions);
-  setHandler(conversationQuery, () => loop.messages);
-  setHandler(addUserMessageUpdate, (message) => ({ pending: loop.queueUserMessage(userMessageFrom(message)) }), {
+  setHandler(queries.session, () => loop.sessionSnapshot());
+  setHandler(queries.compactions, () => loop.ledger.compactions);
+  setHandler(queries.conversation, () => loop.messages);
+  setHandler(updates.addUserMessage, (message) => ({ pending: loop.queueUserMessage(userMessageFrom(message)) }), {
     validator: (message) => validate(loop, () => userMessageFrom(message), 'the run has finished; start a new one'),
   });
   steer(loop);
-  setHandler(stopUpdate, () => loop.requestStop(), { validator: () => validate(loop, () => undefined) });
+  setHandler(updates.stop, () => loop.requestStop(), { validator: () => validate(loop, () => undefined) });
   try {
     return await loop.run();
   } catch (error) {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { runDemo } from '../../dev/demo.js';
-import { compactionsQuery } from '../../src/workflows/agent-run.js';
+import { agentRunQueries } from '../../src/workflows/agent-run.js';
 import type { CompactionHistory } from '../../src/core/agent/compaction-history.js';
 import { DEMO_ENTRY, runCli } from '../support/cli-process.js';
 import { quietRuntime } from '../support/temporal.js';
@@ -72,7 +72,7 @@ describe('npm run demo', () => {
           stderr: () => undefined,
           // The run has closed; a query needs a worker polling its queue.
           untilStopped: async ({ client, workflowId }) => {
-            answered = await client.workflow.getHandle(workflowId).query(compactionsQuery);
+            answered = await client.workflow.getHandle(workflowId).query(agentRunQueries.compactions);
           },
         });
         expect(outcome.status).toBe('completed');

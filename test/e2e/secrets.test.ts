@@ -11,12 +11,7 @@ import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, compactConversation, type ChatMessage } from '../../src/index.js';
-import {
-  compactionsQuery,
-  conversationQuery,
-  sessionQuery,
-  type AgentRunWorkflowInput,
-} from '../../src/shared/agent-run.js';
+import { agentRunQueries, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import {
   assistantReply,
   startFakeOpenAI,
@@ -252,9 +247,9 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     const queries = await Promise.all(
       [completed, failed].map(async (handle) =>
         stringsIn([
-          await handle.query(sessionQuery),
-          await handle.query(compactionsQuery),
-          await handle.query(conversationQuery),
+          await handle.query(agentRunQueries.session),
+          await handle.query(agentRunQueries.compactions),
+          await handle.query(agentRunQueries.conversation),
         ]),
       ),
     );

@@ -23,9 +23,8 @@ import { openingMessages } from '../../src/core/agent/trajectory.js';
 import type { ChatMessage } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import {
+  agentRunQueries,
   agentRun,
-  compactionsQuery,
-  conversationQuery,
   type AgentRunResult,
   type AgentRunWorkflowInput,
 } from '../../src/workflows/agent-run.js';
@@ -158,8 +157,8 @@ export async function runAgent(
         }
       }
     };
-    const messages = await query(() => handle.query(conversationQuery));
-    const history = await query(() => handle.query(compactionsQuery));
+    const messages = await query(() => handle.query(agentRunQueries.conversation));
+    const history = await query(() => handle.query(agentRunQueries.compactions));
     // A failed run recorded its whole transcript before failing: the histories hold every line.
     const session = await readSessionLines(t.client, workflowId);
     return {

@@ -4,7 +4,7 @@
 // of an uninterrupted run of the same input.
 import { describe, expect, it } from 'vitest';
 import { agentRun } from '../../src/index.js';
-import { compactionsQuery, sessionQuery, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import { agentRunQueries, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
@@ -70,8 +70,8 @@ describe('a worker process killed mid-run', () => {
     let linesAtKill = 0;
     await until(
       async () => {
-        const { totals } = await handle.query(compactionsQuery);
-        const session = await handle.query(sessionQuery);
+        const { totals } = await handle.query(agentRunQueries.compactions);
+        const session = await handle.query(agentRunQueries.session);
         linesAtKill = session.reference.lines + session.pending.length;
         return totals.compactions > 0 && linesAtKill >= 50;
       },

@@ -14,17 +14,7 @@ import {
   type ChatMessage,
   type CompactionProposal,
 } from '../../src/index.js';
-import {
-  compactionsQuery,
-  compactUpdate,
-  conversationEntriesQuery,
-  conversationQuery,
-  pendingCompactionQuery,
-  pinUpdate,
-  reviewCompactionUpdate,
-  unpinUpdate,
-  type AgentRunWorkflowInput,
-} from '../../src/shared/agent-run.js';
+import { agentRunUpdates, agentRunQueries, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { NOTHING_TO_COMPACT } from '../../src/core/agent/steering.js';
@@ -83,13 +73,13 @@ const readCall = (id: string) =>
 
 /** The ids of the live conversation, in order. */
 async function liveIds(handle: WorkflowHandle): Promise<string[]> {
-  return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
+  return (await handle.query(agentRunQueries.conversationEntries)).map((entry) => entry.id);
 }
 
 /** Waits until the run has a compaction waiting for review, and returns it. */
 async function proposalOf(handle: WorkflowHandle): Promise<CompactionProposal> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
-    const proposal = await handle.query(pendingCompactionQuery);
+    const proposal = await handle.query(agentRunQueries.pendingCompaction);
     if (proposal !== null) return proposal;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -157,7 +147,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       });
       await world.server.waitForRequests(1, 20_000);
       const refused = await handle
-        .executeUpdate(compactUpdate, { args: [{ instructions: 42 as unknown as string }] })
+        .executeUpdate(agentRunUpdates.compact, { args: [{ instructions: 42 as unknown as string }] })
         .catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(refused)).toEqual({
@@ -165,11 +155,11 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         message: 'compact.instructions: must be a string, got 42',
       });
       // Accepted now, answered once the loop has compacted: after the request in flight, before the next.
-      const update = await handle.startUpdate(compactUpdate, {
+      const update = await handle.startUpdate(agentRunUpdates.compact, {
         args: [{ instructions: 'Keep the failing test name.' }],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
-      expect(await handle.query(compactionsQuery)).toMatchObject({ totals: { compactions: 0 } });
+      expect(await handle.query(agentRunQueries.compactions)).toMatchObject({ totals: { compactions: 0 } });
       hold.release(readCall('call_1'));
       const record = await update.result();
       expect(record).toMatchObject({ round: 2, kind: 'summary', fallback: false, exhausted: false });
@@ -205,7 +195,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         args: [input({ messages: opening.slice(0, 2) })],
       });
       await world.server.waitForRequests(1, 20_000);
-      const nothing = await handle.startUpdate(compactUpdate, {
+      const nothing = await handle.startUpdate(agentRunUpdates.compact, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
@@ -213,7 +203,10 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       // The system prompt and the task are sticky, the tool turn is the recent window: nothing between.
       expect(await nothing.result()).toEqual(NOTHING_TO_COMPACT);
       await world.server.waitForRequests(2, 20_000);
-      const late = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const late = await handle.startUpdate(agentRunUpdates.compact, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       second.release(reply({ content: 'a.txt holds alpha and beta.' }));
       expect(await late.result()).toEqual({
         compacted: false,
@@ -238,7 +231,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       await world.server.waitForRequests(1, 20_000);
       expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6']);
       const unknown = await handle
-        .executeUpdate(pinUpdate, { args: [{ ids: ['m3', 'm99'] }] })
+        .executeUpdate(agentRunUpdates.pin, { args: [{ ids: ['m3', 'm99'] }] })
         .catch((e: unknown) => e);
       expect(unknown).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(unknown)).toEqual({
@@ -246,14 +239,16 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         message:
           'pin.ids[1]: no message with id "m99" in the live conversation (the conversationEntries query lists them)',
       });
-      const notPinned = await handle.executeUpdate(unpinUpdate, { args: [{ ids: ['m5'] }] }).catch((e: unknown) => e);
+      const notPinned = await handle
+        .executeUpdate(agentRunUpdates.unpin, { args: [{ ids: ['m5'] }] })
+        .catch((e: unknown) => e);
       expect(failureTypeOf(notPinned).message).toMatch(/^unpin\.ids\[0\]: "m5" is not pinned/);
       // m5 holds what the agent found: pinned with a fact (answered at once, the request in flight
       // notwithstanding), then compacted on demand before the next request.
       expect(
-        await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m5'], fact: 'The fix goes in parser.py' }] }),
+        await handle.executeUpdate(agentRunUpdates.pin, { args: [{ ids: ['m5'], fact: 'The fix goes in parser.py' }] }),
       ).toEqual({ ids: ['m5'], facts: ['The fix goes in parser.py'] });
-      const compact = await handle.startUpdate(compactUpdate, {
+      const compact = await handle.startUpdate(agentRunUpdates.compact, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
@@ -262,7 +257,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       await world.server.waitForRequests(2, 20_000);
       // m3 and m4 went into the summary; the pinned m5 stayed where it was, after it.
       expect(await liveIds(handle)).toEqual(['m1', 'm2', 'summary:m6', 'm5', 'm7', 'm8']);
-      const live = await handle.query(conversationQuery);
+      const live = await handle.query(agentRunQueries.conversation);
       expect(live[3]).toEqual({ ...opening[4], sticky: true });
       const sentSecond = world.server.requests[1]?.body as { messages: ChatMessage[] };
       expect(JSON.stringify(sentSecond)).not.toContain('sticky');
@@ -272,11 +267,14 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       expect(details).toContain('Pinned facts (kept by every summary): “The fix goes in parser.py”');
 
       // Unpinned, the next compaction takes it too.
-      expect(await handle.executeUpdate(unpinUpdate, { args: [{ ids: ['m5'] }] })).toEqual({
+      expect(await handle.executeUpdate(agentRunUpdates.unpin, { args: [{ ids: ['m5'] }] })).toEqual({
         ids: [],
         facts: ['The fix goes in parser.py'],
       });
-      const again = await handle.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const again = await handle.startUpdate(agentRunUpdates.compact, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       holds[1]?.release(readCall('call_2'));
       expect(await again.result()).toMatchObject({ kind: 'summary', round: 3, dropped: 4 });
       await world.server.waitForRequests(3, 20_000);
@@ -315,7 +313,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       });
       await world.server.waitForRequests(1, 20_000);
       expect(
-        await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }] }),
+        await handle.executeUpdate(agentRunUpdates.pin, { args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }] }),
       ).toEqual({ ids: ['m3'], facts: ['The fix goes in parser.py'] });
       first.release(readCall('call_1'));
       await world.server.waitForRequests(2, 20_000);
@@ -325,10 +323,12 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       expect(await currentDetails(latest)).toContain(
         'Pinned facts (kept by every summary): “The fix goes in parser.py”',
       );
-      expect((await latest.query(conversationQuery))[2]).toEqual({ ...opening[2], sticky: true });
+      expect((await latest.query(agentRunQueries.conversation))[2]).toEqual({ ...opening[2], sticky: true });
       // The continued run knows both pins: it unpins them (an unknown pin would be refused).
       expect(
-        await latest.executeUpdate(unpinUpdate, { args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }] }),
+        await latest.executeUpdate(agentRunUpdates.unpin, {
+          args: [{ ids: ['m3'], fact: 'The fix goes in parser.py' }],
+        }),
       ).toEqual({ ids: [], facts: [] });
       second.release(readCall('call_2'));
       const result = await latest.result();
@@ -348,7 +348,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         args: [input()],
       });
       await handle.result();
-      const late = await handle.executeUpdate(pinUpdate, { args: [{ ids: ['m3'] }] }).catch((e: unknown) => e);
+      const late = await handle
+        .executeUpdate(agentRunUpdates.pin, { args: [{ ids: ['m3'] }] })
+        .catch((e: unknown) => e);
       expect(String(late)).toContain('workflow execution already completed');
     });
   });
@@ -365,18 +367,18 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
         });
         await world.server.waitForRequests(1, 20_000);
-        expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        expect(await handle.query(agentRunQueries.pendingCompaction)).toBeNull();
         const nothing = capturedCliIo(t);
         expect(await main(['review', handle.workflowId], nothing)).toBe(1);
         expect(nothing.err()).toContain('no compaction is waiting for review');
         const none = await handle
-          .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })
+          .executeUpdate(agentRunUpdates.reviewCompaction, { args: [{ decision: 'apply' }] })
           .catch((e: unknown) => e);
         expect(failureTypeOf(none)).toEqual({
           type: FailureType.Compaction.InvalidInput,
           message: 'reviewCompaction: no compaction is waiting for review (the pendingCompaction query)',
         });
-        const compact = await handle.startUpdate(compactUpdate, {
+        const compact = await handle.startUpdate(agentRunUpdates.compact, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         });
@@ -390,7 +392,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
         expect(world.server.requests).toHaveLength(1);
         const bad = await handle
-          .executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'edit' }] })
+          .executeUpdate(agentRunUpdates.reviewCompaction, { args: [{ decision: 'edit' }] })
           .catch((e: unknown) => e);
         expect(failureTypeOf(bad).message).toBe(
           'reviewCompaction.summary: must be the summary to apply (a non-empty string)',
@@ -419,7 +421,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           content:
             '[Summary by the harness of 4 earlier messages]\n\nThe parser returns None for an empty string (parser.py line 42).',
         });
-        expect(await handle.query(pendingCompactionQuery)).toBeNull();
+        expect(await handle.query(agentRunQueries.pendingCompaction)).toBeNull();
         const lines = await readSessionLines(t.client, result.session);
         expect(replaySession(lines)).toEqual(result.messages);
         expect(lines.find((line) => line.type === 'compaction')).toMatchObject({ review: 'edited' });
@@ -442,13 +444,15 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           args: [input({ compaction: { keepRecent: 2, review: 'approve', reviewTimeout: '2s' } })],
         });
         await world.server.waitForRequests(1, 20_000);
-        const rejected = await handle.startUpdate(compactUpdate, {
+        const rejected = await handle.startUpdate(agentRunUpdates.compact, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         });
         holds[0]?.release(readCall('call_1'));
         await proposalOf(handle);
-        expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'reject' }] })).toEqual({
+        expect(
+          await handle.executeUpdate(agentRunUpdates.reviewCompaction, { args: [{ decision: 'reject' }] }),
+        ).toEqual({
           decision: 'reject',
           round: 2,
         });
@@ -459,9 +463,9 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
         await world.server.waitForRequests(2, 20_000);
         expect(await liveIds(handle)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8']);
         // The summarizer was asked (and billed) all the same.
-        expect((await handle.query(compactionsQuery)).usage.summarizer.requests).toBe(1);
+        expect((await handle.query(agentRunQueries.compactions)).usage.summarizer.requests).toBe(1);
         // Nobody answers the next one: it is applied when reviewTimeout is up.
-        const unreviewed = await handle.startUpdate(compactUpdate, {
+        const unreviewed = await handle.startUpdate(agentRunUpdates.compact, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         });
@@ -519,7 +523,7 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
           args: [input({ compaction: { keepRecent: 2, review: 'approve' } })],
         });
         await world.server.waitForRequests(1, 20_000);
-        await started.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+        await started.startUpdate(agentRunUpdates.compact, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
         hold.release(readCall('call_1'));
         await proposalOf(started);
         return started;
@@ -530,10 +534,12 @@ describe('steering agentRun', { timeout: 120_000 }, () => {
       await withWorker(t, { workflowBundle: bundle, activities: world.activities() }, async () => {
         const proposal = await proposalOf(handle);
         expect(proposal.dropped).toEqual(['m3', 'm4', 'm5', 'm6']);
-        expect(await handle.executeUpdate(reviewCompactionUpdate, { args: [{ decision: 'apply' }] })).toEqual({
-          decision: 'apply',
-          round: 2,
-        });
+        expect(await handle.executeUpdate(agentRunUpdates.reviewCompaction, { args: [{ decision: 'apply' }] })).toEqual(
+          {
+            decision: 'apply',
+            round: 2,
+          },
+        );
         const result = await handle.result();
         expect(result.compactions.recent).toEqual([expect.objectContaining({ review: 'applied', dropped: 4 })]);
         expect(replaySession(await readSessionLines(t.client, result.session))).toEqual(result.messages);

@@ -6,7 +6,7 @@
 import { WorkflowUpdateStage } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { agentRun, type ChatMessage } from '../../src/index.js';
-import { compactUpdate, undoCompactionUpdate, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import { agentRunUpdates, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { TRAJECTORY_DIR_ENV } from '../../corpus/index.js';
@@ -53,7 +53,7 @@ describe('a worker process killed while an undo is in flight', () => {
         args: [input],
       });
       await world.server.waitForRequests(1, 20_000);
-      const compact = await handle.startUpdate(compactUpdate, {
+      const compact = await handle.startUpdate(agentRunUpdates.compact, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
@@ -66,7 +66,7 @@ describe('a worker process killed while an undo is in flight', () => {
 
       // The undo is accepted; the loop serves it at the round's end, where the first worker's
       // restoreCompaction starts and never answers. The process dies there, without a word to the server.
-      const undo = await handle.startUpdate(undoCompactionUpdate, {
+      const undo = await handle.startUpdate(agentRunUpdates.undoCompaction, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });

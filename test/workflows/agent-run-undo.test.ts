@@ -12,12 +12,7 @@ import { isReferencePayload } from '@temporalio/common/lib/internal-non-workflow
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, FailureType, type ChatMessage } from '../../src/index.js';
-import {
-  compactUpdate,
-  conversationEntriesQuery,
-  undoCompactionUpdate,
-  type AgentRunWorkflowInput,
-} from '../../src/shared/agent-run.js';
+import { agentRunUpdates, agentRunQueries, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { COMPACTION_TABLE_HEADER } from '../../src/core/agent/compaction-history.js';
@@ -40,7 +35,7 @@ beforeAll(async () => {
 const openaiModel = { provider: 'openai' as const, model: 'fake-agent', contextWindow: 16_000, maxOutputTokens: 500 };
 
 async function liveIds(handle: WorkflowHandle): Promise<string[]> {
-  return (await handle.query(conversationEntriesQuery)).map((entry) => entry.id);
+  return (await handle.query(agentRunQueries.conversationEntries)).map((entry) => entry.id);
 }
 
 async function currentDetails(handle: WorkflowHandle): Promise<string> {
@@ -74,7 +69,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
         args: [input()],
       });
       await world.server.waitForRequests(1, 20_000);
-      const compact = await handle.startUpdate(compactUpdate, {
+      const compact = await handle.startUpdate(agentRunUpdates.compact, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
@@ -86,19 +81,21 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
 
       // #1 is a compaction; #2 would be out of range: named, refused as input.
       const unknown = await handle
-        .executeUpdate(undoCompactionUpdate, { args: [{ compactionId: 2 }] })
+        .executeUpdate(agentRunUpdates.undoCompaction, { args: [{ compactionId: 2 }] })
         .catch((error: unknown) => error);
       expect(unknown).toBeInstanceOf(WorkflowUpdateFailedError);
       expect(failureTypeOf(unknown)).toEqual({
         type: FailureType.Compaction.InvalidInput,
         message: 'undoCompaction.compactionId: no compaction #2: the history holds 1 record',
       });
-      const undo = await handle.startUpdate(undoCompactionUpdate, {
+      const undo = await handle.startUpdate(agentRunUpdates.undoCompaction, {
         args: [{ compactionId: 1 }],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
       // Accepted, the undo waits for the loop: a second undo of the same compaction is refused at once.
-      const twice = await handle.executeUpdate(undoCompactionUpdate, { args: [{}] }).catch((error: unknown) => error);
+      const twice = await handle
+        .executeUpdate(agentRunUpdates.undoCompaction, { args: [{}] })
+        .catch((error: unknown) => error);
       expect(failureTypeOf(twice)).toEqual({
         type: FailureType.Compaction.UndoRefused,
         message: 'there is no compaction in effect to undo',
@@ -161,7 +158,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
       });
       for (const [index, hold] of holds.slice(0, 2).entries()) {
         await world.server.waitForRequests(index + 1, 20_000);
-        const compact = await handle.startUpdate(compactUpdate, {
+        const compact = await handle.startUpdate(agentRunUpdates.compact, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         });
@@ -170,7 +167,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
       }
       await world.server.waitForRequests(3, 20_000);
       const refused = await handle
-        .executeUpdate(undoCompactionUpdate, { args: [{ compactionId: 1 }] })
+        .executeUpdate(agentRunUpdates.undoCompaction, { args: [{ compactionId: 1 }] })
         .catch((error: unknown) => error);
       expect(failureTypeOf(refused)).toEqual({
         type: FailureType.Compaction.UndoRefused,
@@ -185,12 +182,12 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
       const usage = capturedCliIo(t);
       expect(await main(['undo', handle.workflowId, '--compaction', 'last'], usage)).toBe(2);
       expect(usage.err()).toContain('--compaction takes the # of a compaction in the history');
-      const second = await handle.startUpdate(undoCompactionUpdate, {
+      const second = await handle.startUpdate(agentRunUpdates.undoCompaction, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
       // Both accepted before the loop serves them: #2 (the last in effect), then #1.
-      const first = await handle.startUpdate(undoCompactionUpdate, {
+      const first = await handle.startUpdate(agentRunUpdates.undoCompaction, {
         args: [{ compactionId: 1 }],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });
@@ -227,11 +224,14 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
     const handle = await withWorker(t, { workflowBundle: bundle, activities: dying }, async () => {
       const run = await t.client.workflow.start(agentRun, { taskQueue: t.taskQueue, workflowId, args: [input()] });
       await world.server.waitForRequests(1, 20_000);
-      const compact = await run.startUpdate(compactUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const compact = await run.startUpdate(agentRunUpdates.compact, {
+        args: [{}],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       holds[0]?.release(readCall('call_1'));
       await compact.result();
       await world.server.waitForRequests(2, 20_000);
-      await run.startUpdate(undoCompactionUpdate, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      await run.startUpdate(agentRunUpdates.undoCompaction, { args: [{}], waitForStage: WorkflowUpdateStage.ACCEPTED });
       holds[1]?.release(readCall('call_2'));
       for (let attempt = 0; attempt < 200 && started === 0; attempt += 1)
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -289,7 +289,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
           args: [input({ messages: big, model: { ...openaiModel, contextWindow: 200_000 } })],
         });
         await world.server.waitForRequests(1, 20_000);
-        const compact = await handle.startUpdate(compactUpdate, {
+        const compact = await handle.startUpdate(agentRunUpdates.compact, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         });
@@ -297,7 +297,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
         expect(await compact.result()).toMatchObject({ round: 2 });
         await world.server.waitForRequests(2, 20_000);
         expect(JSON.stringify(sent(world, 1))).not.toContain('image_url');
-        const undo = await handle.startUpdate(undoCompactionUpdate, {
+        const undo = await handle.startUpdate(agentRunUpdates.undoCompaction, {
           args: [{}],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         });
@@ -334,7 +334,7 @@ describe('undoCompaction', { timeout: 120_000 }, () => {
         args: [input({ model: small })],
       });
       await world.server.waitForRequests(1, 20_000);
-      const undo = await handle.startUpdate(undoCompactionUpdate, {
+      const undo = await handle.startUpdate(agentRunUpdates.undoCompaction, {
         args: [{}],
         waitForStage: WorkflowUpdateStage.ACCEPTED,
       });

@@ -26,14 +26,7 @@ import {
   type ChatMessage,
   type ContextExhaustedDetails,
 } from '../../src/index.js';
-import {
-  addUserMessageUpdate,
-  stopUpdate,
-  compactionsQuery,
-  conversationQuery,
-  sessionQuery,
-  type AgentRunWorkflowInput,
-} from '../../src/shared/agent-run.js';
+import { agentRunUpdates, agentRunQueries, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { replaySession } from '../../src/core/agent/session.js';
 import { readSessionLines } from '../../src/client/session-reader.js';
 import { pinTask } from '../../src/core/agent/agent-input.js';
@@ -318,21 +311,21 @@ describe('agentRun', { timeout: 90_000 }, () => {
           args: [{ messages: opening, model: openaiModel, compaction: {} }],
         });
         await server.waitForRequests(1, 20_000);
-        expect(await handle.query(conversationQuery)).toEqual(pinTask(opening));
+        expect(await handle.query(agentRunQueries.conversation)).toEqual(pinTask(opening));
         // Nothing recorded yet: the two opening lines wait in the run, which the query shows.
-        expect(await handle.query(sessionQuery)).toEqual({
+        expect(await handle.query(agentRunQueries.session)).toEqual({
           reference: { workflowId: handle.workflowId, runId: expect.any(String), lines: 0 },
           pending: [
             { type: 'message', id: 'm1', message: opening[0] },
             { type: 'message', id: 'm2', message: { ...opening[1], sticky: true } },
           ],
         });
-        expect(await handle.query(compactionsQuery)).toEqual(emptyCompactionHistory());
-        expect(await handle.executeUpdate(addUserMessageUpdate, { args: ['Also check b.txt'] })).toEqual({
+        expect(await handle.query(agentRunQueries.compactions)).toEqual(emptyCompactionHistory());
+        expect(await handle.executeUpdate(agentRunUpdates.addUserMessage, { args: ['Also check b.txt'] })).toEqual({
           pending: 1,
         });
         const rejected = await handle
-          .executeUpdate(addUserMessageUpdate, { args: [{ content: 42 as unknown as string }] })
+          .executeUpdate(agentRunUpdates.addUserMessage, { args: [{ content: 42 as unknown as string }] })
           .catch((error: unknown) => error);
         expect(rejected).toBeInstanceOf(WorkflowUpdateFailedError);
         expect(failureTypeOf(rejected)).toEqual({
@@ -349,14 +342,14 @@ describe('agentRun', { timeout: 90_000 }, () => {
         ]);
         expect(server.requests[1]?.body).toHaveProperty('messages', toProviderMessages(result.messages.slice(0, -1)));
         // Finished: every line is recorded, none pending, and the transcript replays to the result.
-        expect(await handle.query(sessionQuery)).toEqual({ reference: result.session, pending: [] });
+        expect(await handle.query(agentRunQueries.session)).toEqual({ reference: result.session, pending: [] });
         const lines = await readSessionLines(t.client, result.session);
         expect(lines).toHaveLength(result.session.lines);
         expect(replaySession(lines)).toEqual(result.messages);
         await maybeRecordHistory(handle, 'agent-run-update');
         // Finished: a late message is refused (by the server, the run being closed) rather than silently dropped.
         const late = await handle
-          .executeUpdate(addUserMessageUpdate, { args: ['too late'] })
+          .executeUpdate(agentRunUpdates.addUserMessage, { args: ['too late'] })
           .catch((error: unknown) => error);
         expect(late).toBeInstanceOf(WorkflowNotFoundError);
         expect(String(late)).toContain('workflow execution already completed');
@@ -397,7 +390,7 @@ describe('agentRun', { timeout: 90_000 }, () => {
           args: [{ messages: opening, model: openaiModel, tools: ['fs_read'], compaction: {} }],
         });
         await server.waitForRequests(1, 20_000);
-        expect(await handle.executeUpdate(stopUpdate)).toEqual({ stopping: true, rounds: 0 });
+        expect(await handle.executeUpdate(agentRunUpdates.stop)).toEqual({ stopping: true, rounds: 0 });
         // The round in progress finishes (its tool runs), then no further request is made.
         hold.release(
           completion({

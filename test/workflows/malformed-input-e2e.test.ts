@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FailureType } from '../../src/index.js';
-import { addUserMessageUpdate } from '../../src/shared/agent-run.js';
+import { agentRunUpdates } from '../../src/shared/agent-run.js';
 import { replayActivities, startBackgroundWorker } from '../support/agent.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import {
@@ -257,7 +257,7 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
     const unique = [...new Map(cases.map((found) => [JSON.stringify(found.value), found])).values()];
     for (const { value, field } of unique) {
       const refused: unknown = await handle
-        .executeUpdate(addUserMessageUpdate, { args: [JSON.parse(JSON.stringify(value))] })
+        .executeUpdate(agentRunUpdates.addUserMessage, { args: [JSON.parse(JSON.stringify(value))] })
         .catch((error: unknown) => error);
       expect(refused, JSON.stringify(value)).toBeInstanceOf(WorkflowUpdateFailedError);
       const cause = refused instanceof WorkflowUpdateFailedError ? refused.cause : undefined;
@@ -270,7 +270,9 @@ describe('malformed input on a worker (dev server)', { timeout: 240_000 }, () =>
       ]);
       expect(cause.message.startsWith(`${field}: `)).toBe(true);
     }
-    expect(await handle.executeUpdate(addUserMessageUpdate, { args: ['A valid one.'] })).toEqual({ pending: 1 });
+    expect(await handle.executeUpdate(agentRunUpdates.addUserMessage, { args: ['A valid one.'] })).toEqual({
+      pending: 1,
+    });
     const kinds = kindsOf((await handle.fetchHistory()).events ?? []);
     expect(kinds).not.toContain('workflowTaskFailed');
     // Only the valid update was accepted and recorded.

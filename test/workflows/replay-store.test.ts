@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatActivityInput } from '../../src/activities/index.js';
 import { loadConfig } from '../../src/config.js';
 import { agentRun } from '../../src/index.js';
-import { addUserMessageUpdate, stopUpdate, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
+import { agentRunUpdates, type AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { payloadConverterFromConfig, type ConfiguredPayloads } from '../../src/payloads/index.js';
 import { isUiPayload, payloadProtoSize } from '../../src/payloads/codec.js';
 import { UI_PAYLOAD_MAX_BYTES, UI_PAYLOAD_METADATA_KEY } from '../../src/shared/ui-payload.js';
@@ -344,9 +344,9 @@ describe('agentRun with the payload store on: a recorded chain replays', { timeo
         return answer;
       };
       expect(
-        await send(UPDATE_TURN, () => latest.executeUpdate(addUserMessageUpdate, { args: [ADDED_MESSAGE] })),
+        await send(UPDATE_TURN, () => latest.executeUpdate(agentRunUpdates.addUserMessage, { args: [ADDED_MESSAGE] })),
       ).toEqual({ pending: 1 });
-      expect(await send(STOP_TURN, () => latest.executeUpdate(stopUpdate))).toEqual({
+      expect(await send(STOP_TURN, () => latest.executeUpdate(agentRunUpdates.stop))).toEqual({
         stopping: true,
         rounds: STOP_TURN,
       });

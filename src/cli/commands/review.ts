@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { groupDigits } from '../../core/agent/compaction-history.js';
 import type { CompactionProposal, ReviewCompactionInput } from '../../core/agent/steering.js';
-import { pendingCompactionQuery, reviewCompactionUpdate } from '../../shared/agent-run.js';
+import { agentRunUpdates, agentRunQueries } from '../../shared/agent-run.js';
 import { openAgentRun, QUERY_TIMEOUT_OPTION, queryRun, queryTimeoutOf } from '../agent-run.js';
 import { UsageError, type CliCommand, type CommandContext } from '../command.js';
 
@@ -53,7 +53,7 @@ export const review: CliCommand = {
     const run = await openAgentRun(context);
     const { workflowId, handle, description } = run;
     const proposal = await queryRun(run, queryTimeoutOf(context), 'reading the proposal', () =>
-      handle.query(pendingCompactionQuery),
+      handle.query(agentRunQueries.pendingCompaction),
     );
     if (proposal === null) {
       context.io.stderr(`agentRun ${workflowId} (${description.status.name}): no compaction is waiting for review\n`);
@@ -64,7 +64,7 @@ export const review: CliCommand = {
       context.io.stdout(json ? `${JSON.stringify(proposal, null, 2)}\n` : describeProposal(workflowId, proposal));
       return 0;
     }
-    const answer = await handle.executeUpdate(reviewCompactionUpdate, { args: [decision] });
+    const answer = await handle.executeUpdate(agentRunUpdates.reviewCompaction, { args: [decision] });
     context.io.stdout(
       context.values.json === true
         ? `${JSON.stringify(answer)}\n`

@@ -3,7 +3,7 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { groupDigits } from '../../core/agent/compaction-history.js';
-import { undoCompactionUpdate } from '../../shared/agent-run.js';
+import { agentRunUpdates } from '../../shared/agent-run.js';
 import { openAgentRun } from '../agent-run.js';
 import { wholeNumber, type CliCommand } from '../command.js';
 
@@ -34,7 +34,7 @@ export const undo: CliCommand = {
     const compactionId = given === undefined ? undefined : wholeNumber('compaction', given, 1, what);
     const { workflowId, handle } = await openAgentRun(context);
     const args: [{ compactionId?: number }] = [compactionId === undefined ? {} : { compactionId }];
-    const record = await handle.executeUpdate(undoCompactionUpdate, { args }).catch((error: unknown) => {
+    const record = await handle.executeUpdate(agentRunUpdates.undoCompaction, { args }).catch((error: unknown) => {
       if (!(error instanceof WorkflowUpdateFailedError)) throw error;
       context.io.stderr(`agentRun ${workflowId}: the undo was refused: ${refusal(error)}\n`);
     });
