@@ -5,8 +5,8 @@ import { z } from 'zod';
 import type { ModelConfig, OpenAIModelConfig, ReplayModelConfig } from '../core/agent/agent-input.js';
 import { requestCounter } from '../core/agent/preflight.js';
 import type { ToolDeclaration } from '../core/counting/request-counter.js';
-import { FailureType } from '../core/errors.js';
-import { chatMessageSchema, pathOf, toProviderMessages, validateMessages } from '../core/schema.js';
+import { FailureType, InvalidInputError } from '../core/errors.js';
+import { toProviderMessages, validateMessages } from '../core/schema.js';
 import type { ChatMessage, ToolCall } from '../core/types.js';
 import {
   createOpenAIClient,
@@ -127,9 +127,13 @@ async function openAIChat(
     toolCalls.length === 0
       ? { role: 'assistant', content: choice.content ?? '' }
       : { role: 'assistant', content: choice.content ?? null, tool_calls: toolCalls };
-  const fault = chatMessageSchema.safeParse(message).error;
-  const issue = fault?.issues[0];
-  if (issue !== undefined) throw malformed(`${pathOf('reply', issue.path)}: ${issue.message}`, fault);
+  // Through validateMessages, which names the part and field at fault inside the content.
+  try {
+    validateMessages([message]);
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    throw malformed(`reply${error.field.replace(/^messages\[0\]/, '')}: ${error.reason}`, error);
+  }
   const output: ChatActivityOutput = { message };
   const { promptTokens, cachedPromptTokens: cached, completionTokens } = read.completion.usage ?? {};
   if (promptTokens !== undefined) {

@@ -182,7 +182,7 @@ export function durationFlag(context: CommandContext, flag: string, fallback: nu
   const text = context.values[flag];
   if (text === undefined) return fallback;
   const written = typeof text === 'string' ? durationTextMs(/^\d+$/.test(text) ? `${text}ms` : text) : undefined;
-  if (written === undefined)
+  if (written === undefined || !Number.isFinite(written))
     throw new UsageError(`--${flag} takes a duration such as ${examples}, got ${JSON.stringify(text)}`);
   return Math.round(written);
 }

@@ -129,7 +129,11 @@ function removalLevels(candidates: readonly Candidate[]): Map<string, number> {
   for (const candidate of candidates)
     for (const child of candidate.inspected?.children ?? []) {
       const key = objectKey(child.kind, child.id);
-      if (keys.has(key) && key !== candidate.key) listedBy.set(key, [...(listedBy.get(key) ?? []), candidate.key]);
+      if (!keys.has(key) || key === candidate.key) continue;
+      // Pushed, not copied: a chunk many unreachable objects list would make copying quadratic.
+      const parents = listedBy.get(key) ?? [];
+      parents.push(candidate.key);
+      listedBy.set(key, parents);
     }
   const levels = new Map<string, number>();
   const levelOf = (key: string): number => {

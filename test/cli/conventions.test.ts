@@ -141,6 +141,10 @@ describe('temporal-compactor conventions', { timeout: 60_000 }, () => {
     const zero = capture();
     expect(await main(['session', 'some-id', '--query-timeout', '0'], zero)).toBe(2);
     expect(zero.err()).toContain('--query-timeout must be longer than zero');
+    // A number too large to be finite is no duration either (a timer would fire at once).
+    const endless = capture();
+    expect(await main(['history', 'some-id', '--query-timeout', `${'9'.repeat(320)}s`], endless)).toBe(2);
+    expect(endless.err()).toContain('--query-timeout takes a duration such as 15s, 500ms or 2m, got "999');
     const bare = capture();
     expect(await main([], bare)).toBe(2);
     expect([bare.out(), bare.err()]).toEqual([

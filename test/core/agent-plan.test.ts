@@ -182,7 +182,7 @@ describe('planAgentRun: tool declarations', () => {
       'properties that are not an object',
       [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: [] } } }],
       'input.tools[0].function.parameters.properties',
-      'must be an object of property schemas, got []',
+      'must be an object of property schemas, got a list',
     ],
     [
       'required that is not a list of names',

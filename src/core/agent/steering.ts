@@ -5,7 +5,7 @@ import { InvalidInputError } from '../errors.js';
 import { checkWith, isRecord, isSticky } from '../schema.js';
 import { assertKnownKeys } from '../unknown-keys.js';
 import { compactionKind, type CompactionKind } from '../compaction/kind.js';
-import { summaryContent } from '../compaction/transcript.js';
+import { capText, summaryContent } from '../compaction/transcript.js';
 import type { CompactionResult, TokenCounter } from '../types.js';
 import type { CompactionRecord } from './compaction-history.js';
 import { oneLine } from './compaction-history.js';
@@ -58,8 +58,15 @@ export function noPins(): Pins {
 export type CheckedPinInput = Required<Pick<PinUpdateInput, 'ids'>> & Pick<PinUpdateInput, 'fact'>;
 
 /** A zod error that says what was expected and what came: `must be a string, got 3`. */
+/** A value seen where something else was expected: a scalar as JSON, a list or object by its kind (it may be large). */
+function seenKind(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return value === undefined ? 'undefined' : capText(String(JSON.stringify(value)), 200);
+}
+
 export function expected(what: string): { error: (issue: { input?: unknown }) => string } {
-  return { error: (issue) => `must be ${what}, got ${JSON.stringify(issue.input)}` };
+  return { error: (issue) => `must be ${what}, got ${seenKind(issue.input)}` };
 }
 
 /** A zod error for a string or list longer than `max`: it says the length seen, not the text. */

@@ -147,8 +147,12 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
     return tokens;
   };
   const messageTokens = (message: ChatMessage): number => {
-    const role = roleTokens.get(message.role) ?? textTokens(message.role);
-    roleTokens.set(message.role, role);
+    let role = roleTokens.get(message.role);
+    // Set on a miss only: this runs once per counted message.
+    if (role === undefined) {
+      role = textTokens(message.role);
+      roleTokens.set(message.role, role);
+    }
     let tokens = perMessage + role + contentTokens(message.content);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
     for (const call of message.tool_calls ?? [])
