@@ -2,11 +2,11 @@
 // from the sources, each entry stays within its count of runtime names, the report's runtime names
 // are what importing the entry really gives, and package.json exports no entry without a report.
 // The error classes the entries do not export are told apart by their `name`: each names itself.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_ENTRIES, readApi, renderReport, type ApiEntry, type ApiExport } from '../../scripts/api-report.js';
-import { INSTALLED, inputsDigest, KEPT_DIR, ROOT } from '../support/build-inputs.js';
+import { INSTALLED, inputsDigest, KEPT_DIR, ROOT, writeWhole } from '../support/build-inputs.js';
 
 const modules: Record<string, () => Promise<Record<string, unknown>>> = {
   'src/index.ts': () => import('../../src/index.js'),
@@ -39,9 +39,7 @@ function keptApi(): Map<ApiEntry, ApiExport[]> {
   const api = readApi();
   mkdirSync(dir, { recursive: true });
   for (const name of readdirSync(dir)) rmSync(join(dir, name), { force: true });
-  const aside = `${file}.${process.pid}.tmp`;
-  writeFileSync(aside, JSON.stringify(Object.fromEntries([...api].map(([entry, rows]) => [entry.source, rows]))));
-  renameSync(aside, file);
+  writeWhole(file, JSON.stringify(Object.fromEntries([...api].map(([entry, rows]) => [entry.source, rows]))));
   return api;
 }
 

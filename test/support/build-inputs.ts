@@ -2,7 +2,7 @@
 // can be kept under node_modules/.cache between runs and used again while nothing it reads changed
 // (the workflow bundles, bundle-cache.ts; the API report, test/package/api-report.test.ts).
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -37,4 +37,11 @@ export function inputsDigest(root: string, files: readonly string[], dirs: reado
     hash.update('\0');
   }
   return hash.digest('hex');
+}
+
+/** Writes `text` to `file` aside and renames it: a reader never sees half a file. */
+export function writeWhole(file: string, text: string): void {
+  const aside = `${file}.${process.pid}.tmp`;
+  writeFileSync(aside, text);
+  renameSync(aside, file);
 }

@@ -21,11 +21,11 @@
 // with its pid inside. A waiter takes a lock over when its holder has died, and after
 // WAIT_LIMIT_MS bundles on its own. A build that fails leaves no bundle and throws the bundler's
 // error in the file that built it; the next file that asks tries again.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { INSTALLED, inputsDigest, KEPT_DIR, ROOT } from './build-inputs.js';
+import { INSTALLED, inputsDigest, KEPT_DIR, ROOT, writeWhole } from './build-inputs.js';
 
 /** The workflows the package ships (what `compactorPlugin` bundles). */
 export const PRODUCTION_WORKFLOWS_PATH = join(ROOT, 'src/workflows/index.ts');
@@ -83,7 +83,8 @@ export async function sharedBundle(
     await sleep(POLL_MS);
   }
   try {
-    const code = readKept(kept, entry) ?? (await buildAndKeep(kept, entry));
+    const name = keptName(entry);
+    const code = readKept(join(kept, name)) ?? (await buildAndKeep(kept, entry, name));
     writeWhole(file, code);
     return code;
   } finally {
@@ -91,33 +92,26 @@ export async function sharedBundle(
   }
 }
 
-/** Written aside and renamed: a reader never sees half a file. */
-function writeWhole(file: string, text: string): void {
-  const aside = `${file}.${process.pid}.tmp`;
-  writeFileSync(aside, text);
-  renameSync(aside, file);
-}
-
 /** The name `entry`'s bundle is kept under for what it is built from now. */
 export function keptName(entry: string): string {
   return `${SHARED_ENTRIES.indexOf(entry)}-${bundleInputsDigest(entry)}.js`;
 }
 
-/** The bundle of `entry` kept in `kept` for what it is built from now; undefined when there is none. */
-function readKept(kept: string, entry: string): string | undefined {
+/** What `file` holds; undefined when there is no such file. */
+function readKept(file: string): string | undefined {
   try {
-    return readFileSync(join(kept, keptName(entry)), 'utf8');
+    return readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
 }
 
 /**
- * `entry`'s bundle, built, and kept in `kept` in place of the entry's earlier ones unless what it
- * is built from changed while it was built (then the name would not say what it holds).
+ * `entry`'s bundle, built, and kept in `kept` as `before` (its name when the build began) in place
+ * of the entry's earlier ones, unless what it is built from changed while it was built (then the
+ * name would not say what it holds).
  */
-async function buildAndKeep(kept: string, entry: string): Promise<string> {
-  const before = keptName(entry);
+async function buildAndKeep(kept: string, entry: string, before: string): Promise<string> {
   const { code } = await bundleWorkflowCode({ logger: new DefaultLogger('WARN'), workflowsPath: entry });
   if (keptName(entry) !== before) return code;
   mkdirSync(kept, { recursive: true });
