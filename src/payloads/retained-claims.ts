@@ -74,11 +74,9 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
       for await (const event of historyEvents(client, workflowId, runId))
         claimedManifestsIn(event, (manifest) => found.push(manifest));
     } catch (error) {
-      if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) {
-        result.gone += 1;
-        return;
-      }
-      throw error;
+      if (!(isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND)) throw error;
+      result.gone += 1;
+      return;
     }
     result.runs += 1;
     found.forEach(add);
@@ -104,8 +102,7 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
         claimedManifestsIn(described, add);
         result.schedules += 1;
       }
-      nextPageToken =
-        page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
     } while (nextPageToken !== undefined);
   };
   let failure: { error: unknown } | undefined;
