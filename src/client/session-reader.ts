@@ -139,11 +139,8 @@ export async function* readSession(
   const expected = snapshot?.reference.lines ?? (typeof from === 'string' ? undefined : from.lines);
   if (expected !== undefined && next < expected)
     throw new SessionReadError(`${workflowId} recorded ${expected} transcript lines, but its histories hold ${next}`);
-  if (snapshot !== undefined) {
-    const skip = next - snapshot.reference.lines;
-    // Lines recorded between the query and the history read are already out; the rest are pending.
-    yield* snapshot.pending.slice(Math.max(0, skip));
-  }
+  // Lines recorded between the query and the history read are already out; the rest are pending.
+  if (snapshot !== undefined) yield* snapshot.pending.slice(Math.max(0, next - snapshot.reference.lines));
 }
 
 /** Every line of an agent run's transcript, in an array (prefer the stream for long runs). */
