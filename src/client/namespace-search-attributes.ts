@@ -98,23 +98,18 @@ async function registerMissing(
   namespace: string,
   register: boolean,
 ): Promise<SearchAttributeSetup> {
-  let status: SearchAttributeStatus;
-  try {
-    status = await searchAttributeStatus(connection, namespace);
-  } catch (error) {
+  // A failure comes back as its message.
+  const status = await searchAttributeStatus(connection, namespace).catch(failureMessage);
+  if (typeof status === 'string') {
     const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
-    const reason = `listing them failed: ${failureMessage(error)}`;
-    return { present: [], missing, conflicting: [], registered: [], error: reason };
+    return { present: [], missing, conflicting: [], registered: [], error: `listing them failed: ${status}` };
   }
   const { present, missing, conflicting } = status;
   if (missing.length === 0) return { ...status, registered: [], error: undefined };
   if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
-  try {
-    await addSearchAttributes(connection, namespace, missing);
-    return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
-  } catch (error) {
-    return { ...status, registered: [], error: failureMessage(error) };
-  }
+  const error = await addSearchAttributes(connection, namespace, missing).then(() => undefined, failureMessage);
+  if (error !== undefined) return { ...status, registered: [], error };
+  return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
 }
 
 /** What is not usable, why, and the command that fixes it. */

@@ -151,13 +151,11 @@ export class CompactorCodec implements PayloadCodec {
       data = Buffer.concat([nonce, cipher.update(data), cipher.final(), cipher.getAuthTag()]);
       description += `;key=${key.id}`;
     }
-    const encoded: Payload = {
-      metadata: { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(description) },
-      data,
-    };
+    const metadata = { encoding: utf8.encode(CODEC_ENCODING), [CODEC_METADATA_KEY]: utf8.encode(description) };
+    const encoded: Payload = { metadata, data };
     if (!forUi) return encoded;
     // The mark outside the ciphertext (a routing hint for the store, not authenticated: it steers no decoding).
-    const marked: Payload = { data, metadata: { ...encoded.metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') } };
+    const marked: Payload = { data, metadata: { ...metadata, [UI_PAYLOAD_METADATA_KEY]: utf8.encode('1') } };
     return isUiPayload(marked) ? marked : encoded;
   }
 

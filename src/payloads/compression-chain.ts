@@ -33,12 +33,8 @@ export class CompressionChain {
     if (pack?.plaintext === undefined) return this.contextFor(keyId);
     const depth = pack.context === undefined ? 0 : pack.context.depth + 1;
     if (depth + 1 > WRITTEN_CONTEXT_DEPTH) return undefined;
-    return {
-      id: pack.id,
-      kind: 'chunk',
-      depth,
-      window: windowAfter(pack.context?.window ?? chainRoot(), pack.plaintext),
-    };
+    const window = windowAfter(pack.context?.window ?? chainRoot(), pack.plaintext);
+    return { id: pack.id, kind: 'chunk', depth, window };
   }
 
   /** Makes a stored pack or manifest the next object's context: it was deflated against `context` (undefined: none) and its window is `window`. */

@@ -122,23 +122,17 @@ export class FileBackend implements SweepableBackend {
     // file and writes the object anew (the store's touch falls back to a write). Either way no
     // claim handed out meanwhile loses an object.
     const aside = join(dirname(path), `.gc-${process.pid}-${randomBytes(6).toString('hex')}`);
-    try {
-      await rename(path, aside);
-    } catch (error) {
-      if (isMissing(error)) return true;
-      throw error;
-    }
+    const moved = rename(path, aside).then(() => true);
+    if ((await orMissing(moved, isMissing)) === undefined) return true;
     if ((await stat(aside)).mtimeMs < cutoffMs) {
       await rm(aside, { force: true });
       return true;
     }
     // Renewed meanwhile: back under its name. A link never replaces a file, so if a store wrote the
     // object anew in between (the same bytes: objects are content-addressed) that one stays.
-    try {
-      await link(aside, path);
-    } catch (error) {
+    await link(aside, path).catch((error: unknown) => {
       if (!hasCode(error, 'EEXIST')) throw error;
-    }
+    });
     await rm(aside, { force: true });
     return false;
   }

@@ -21,11 +21,9 @@ export class LruMap<V> {
   set(key: string, value: V): void {
     const weight = this.weigh(value);
     if (weight > this.budget) return;
-    const old = this.entries.get(key);
-    if (old !== undefined) {
-      this.total -= old.weight;
-      this.entries.delete(key);
-    }
+    // Deleted, not overwritten, so the entry moves to the newest end.
+    this.total -= this.entries.get(key)?.weight ?? 0;
+    this.entries.delete(key);
     this.entries.set(key, { value, weight });
     this.total += weight;
     for (const [oldest, entry] of this.entries) {

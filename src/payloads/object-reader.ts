@@ -6,7 +6,7 @@ import { ChunkIntegrityError, ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import type { Limiter } from './limiter.js';
 import { LruMap } from './lru-map.js';
-import { tooLarge, type ObjectBackend } from './object-backend.js';
+import { addTo, tooLarge, type ObjectBackend } from './object-backend.js';
 import {
   decodeNode,
   inlineBytesOf,
@@ -84,8 +84,7 @@ export class ObjectReader {
     if (sealed === undefined) throw new ChunkMissingError(key, this.backend.description);
     // A backend of someone else's may not take the bound: refused all the same.
     if (sealed.length > MAX_SEALED_OBJECT_BYTES) throw tooLarge(key, sealed.length, MAX_SEALED_OBJECT_BYTES);
-    this.fetched.objects += 1;
-    this.fetched.bytes += sealed.length;
+    addTo(this.fetched, sealed.length);
     return sealed;
   }
 

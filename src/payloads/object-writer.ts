@@ -6,7 +6,7 @@ import { ChunkMissingError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import type { Limiter } from './limiter.js';
 import { LruMap } from './lru-map.js';
-import type { ObjectBackend } from './object-backend.js';
+import { addTo, type ObjectBackend } from './object-backend.js';
 import { objectKey, type ObjectKind } from './object-format.js';
 import type { ObjectReader } from './object-reader.js';
 import { sealObject, windowAfter } from './sealed-object.js';
@@ -107,8 +107,7 @@ export class ObjectWriter {
     const kind = object.kind === 'manifest' ? 'manifest' : 'chunk';
     if (window !== undefined) this.chain.extend(keyId, { id: object.id, kind }, context, window);
     const counters = this.counters.written[object.kind];
-    counters.objects += 1;
-    counters.bytes += sealed.length;
+    addTo(counters, sealed.length);
     counters.plaintextBytes += object.plaintext.length;
     this.present.set(key, now());
     // What was just written is what the next retrieve reads (an activity taking its workflow's input).

@@ -74,11 +74,9 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
       for await (const event of historyEvents(client, workflowId, runId))
         claimedManifestsIn(event, (manifest) => found.push(manifest));
     } catch (error) {
-      if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) {
-        result.gone += 1;
-        return;
-      }
-      throw error;
+      if (!(isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND)) throw error;
+      result.gone += 1;
+      return;
     }
     result.runs += 1;
     found.forEach(add);
@@ -91,9 +89,8 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
       const page = await client.workflowService.listSchedules({ namespace, nextPageToken, maximumPageSize: 100 });
       for (const { scheduleId } of page.schedules ?? []) {
         if (typeof scheduleId !== 'string' || scheduleId === '') continue;
-        let described: unknown;
         try {
-          described = await client.workflowService.describeSchedule({ namespace, scheduleId });
+          claimedManifestsIn(await client.workflowService.describeSchedule({ namespace, scheduleId }), add);
         } catch (error) {
           if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) continue;
           throw new GarbageCollectionError(
@@ -101,11 +98,9 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
             { cause: error },
           );
         }
-        claimedManifestsIn(described, add);
         result.schedules += 1;
       }
-      nextPageToken =
-        page.nextPageToken !== undefined && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
     } while (nextPageToken !== undefined);
   };
   let failure: { error: unknown } | undefined;

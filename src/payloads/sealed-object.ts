@@ -188,10 +188,8 @@ export function unsealObject(
   if ((flags & FLAG_CONTEXT) !== 0 && (flags & FLAG_DEFLATE) === 0)
     throw broken('names a context but is not deflated (malformed header)');
   let key: CodecKey | undefined;
-  let body: Uint8Array;
-  if (keyId === undefined) {
-    body = sealed.subarray(5);
-  } else {
+  let body: Uint8Array = sealed.subarray(5);
+  if (keyId !== undefined) {
     key = keyring?.byId.get(keyId);
     if (key === undefined) throw new PayloadKeyMissingError(keyId, `payload store object ${objectKey}`);
     const headerLength = 6 + keyId.length + NONCE_BYTES;

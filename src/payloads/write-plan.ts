@@ -192,21 +192,14 @@ export class WritePlanner {
         return { id: slice.id, end: slice.end, entry: { kind: 'inline', bytes: slice.plaintext } };
       if (!('reused' in where)) {
         if (pack === undefined) throw new RangeError('a slice was placed in a pack that was not planned');
-        const entry: Entry = {
-          kind: 'slice',
-          of: 'pack',
-          id: pack.id,
-          offset: where.offset,
-          length: slice.plaintext.length,
-        };
+        const { offset } = where;
+        const entry: Entry = { kind: 'slice', of: 'pack', id: pack.id, offset, length: slice.plaintext.length };
         return { id: slice.id, end: slice.end, entry, object: pack };
       }
       const { holder, of, offset, length } = where.reused;
-      let object = existing.get(holder);
-      if (object === undefined) {
-        object = { kind: of === 'manifest' ? 'manifest' : 'chunk', id: holder, plaintext: undefined, children: [] };
-        existing.set(holder, object);
-      }
+      const kind = of === 'manifest' ? 'manifest' : 'chunk';
+      const object = existing.get(holder) ?? { kind, id: holder, plaintext: undefined, children: [] };
+      existing.set(holder, object);
       return { id: slice.id, end: slice.end, entry: { kind: 'slice', of, id: holder, offset, length }, object };
     });
     const settle = (): void => {
