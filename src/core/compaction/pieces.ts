@@ -53,17 +53,14 @@ export function requestFits(request: SummarizeRequest, window: number, counter: 
 export function cutPieces(
   seen: readonly ChatMessage[],
   instruction: string,
-  instructions: string | undefined,
   counter: TokenCounter,
   window: number,
   after?: { before: number },
 ): Pieces | 'unfit' | undefined {
-  if (after === undefined && requestFits(requestFor(instruction, [...seen], instructions), window, counter))
-    return undefined;
+  if (after === undefined && requestFits(requestFor(instruction, [...seen]), window, counter)) return undefined;
   const room = inputRoom(window);
   const folded = foldInstruction(instruction);
-  const tokensOf = (middle: ChatMessage[]): number =>
-    counter.count(summarizerMessages(requestFor(folded, middle, instructions)));
+  const tokensOf = (middle: ChatMessage[]): number => counter.count(summarizerMessages(requestFor(folded, middle)));
   const overhead = tokensOf([]);
   const free = room - Math.ceil(room * RETRY_SHARE) - overhead;
   // The pieces after the first leave room for the summary so far.
