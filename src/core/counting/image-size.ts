@@ -73,10 +73,7 @@ class Base64Bytes {
       sextets += 1;
     }
     bits *= 64 ** (4 - sextets);
-    for (let index = 2; index >= 0; index -= 1) {
-      this.bytes[index] = bits % 256;
-      bits = Math.floor(bits / 256);
-    }
+    for (let index = 0; index < 3; index += 1) this.bytes[index] = (bits >>> (16 - 8 * index)) & 255;
     this.valid = Math.max(0, sextets - 1);
   }
 }
