@@ -123,8 +123,7 @@ export function foldedMiddle(pieces: Pieces, index: number, carried: string | un
 function groupStart(messages: readonly ChatMessage[]): number {
   let start = messages.length;
   while (start > 0 && messages[start - 1]?.role === 'tool') start -= 1;
-  if (start === 0 || messages[start - 1]?.tool_calls === undefined) return messages.length;
-  return start - 1 > 0 ? start - 1 : messages.length;
+  return start > 1 && messages[start - 1]?.tool_calls !== undefined ? start - 1 : messages.length;
 }
 
 /** A message too large for any piece, its text cut until `fits`; undefined when nothing fits. */
