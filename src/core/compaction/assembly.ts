@@ -144,8 +144,7 @@ export class Assembly {
   }
 
   private userMessages(cutIndex: number): Pick<CompactionResult, 'userMessages'> {
-    const { words } = this.middle;
-    const userMessages = words === undefined ? undefined : userMessagesOf(words, cutIndex);
+    const userMessages = this.middle.words && userMessagesOf(this.middle.words, cutIndex);
     return userMessages === undefined ? {} : { userMessages };
   }
 

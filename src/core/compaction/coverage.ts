@@ -84,9 +84,8 @@ export function requiredIdentifiers(
 const SEARCHED_ONE_BY_ONE = 16;
 
 function textsOf(message: ChatMessage): string[] {
-  const texts = [contentText(message.content)];
-  for (const call of message.tool_calls ?? []) texts.push(...argumentValues(call.function.arguments));
-  return texts;
+  const args = (message.tool_calls ?? []).flatMap((call) => argumentValues(call.function.arguments));
+  return [contentText(message.content), ...args];
 }
 
 /** The decoded string values (not keys) of a call's arguments; cut arguments as far as their literals go; non-JSON whole. */

@@ -128,9 +128,7 @@ function callInfoByResult(messages: readonly ChatMessage[], regions: Regions): C
     const askerIndex = askedBy[resultIndex] ?? -1;
     if (askerIndex < 0) continue;
     const callId = messages[resultIndex]?.tool_call_id;
-    const calls = messages[askerIndex]?.tool_calls;
-    if (calls === undefined) continue;
-    const call = calls.find(({ id }) => id === callId);
+    const call = messages[askerIndex]?.tool_calls?.find(({ id }) => id === callId);
     if (call === undefined) continue;
     const args = call.function.arguments;
     let byName = byArguments.get(args);

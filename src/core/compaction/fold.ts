@@ -155,7 +155,7 @@ export function* foldPieces(fold: Fold): Generator<SummarizeStep, SummaryInput |
     const window = plannedWindow(options.summarizerContextWindow, fold.calibration);
     if (window === undefined) return { middle: fold.rest, piece: undefined };
     const after = fold.carried === undefined ? undefined : { before: fold.before };
-    const cut = cutPieces(fold.rest, instruction, text.summaryInstructions, aim.counter, window, after);
+    const cut = cutPieces(fold.rest, instruction, aim.counter, window, after);
     if (cut === 'unfit')
       return {
         cause: 'over-summarizer-window',

@@ -56,6 +56,6 @@ export function compactionPlanCore(
   if (elisionEnds(pass, stubbed)) return { needed };
   const { planned, seen } = summarizedMiddle(pass, stubbed);
   if (planned.middle.length === 0) return { needed };
-  const cut = cutPieces(seen, baseInstruction(pass.text), pass.text.summaryInstructions, pass.aim.counter, window);
+  const cut = cutPieces(seen, baseInstruction(pass.text), pass.aim.counter, window);
   return cut === undefined || cut === 'unfit' ? { needed } : { needed, summaryPieces: cut.pieces.length };
 }

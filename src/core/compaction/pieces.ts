@@ -53,17 +53,14 @@ export function requestFits(request: SummarizeRequest, window: number, counter: 
 export function cutPieces(
   seen: readonly ChatMessage[],
   instruction: string,
-  instructions: string | undefined,
   counter: TokenCounter,
   window: number,
   after?: { before: number },
 ): Pieces | 'unfit' | undefined {
-  if (after === undefined && requestFits(requestFor(instruction, [...seen], instructions), window, counter))
-    return undefined;
+  if (after === undefined && requestFits(requestFor(instruction, [...seen]), window, counter)) return undefined;
   const room = inputRoom(window);
   const folded = foldInstruction(instruction);
-  const tokensOf = (middle: ChatMessage[]): number =>
-    counter.count(summarizerMessages(requestFor(folded, middle, instructions)));
+  const tokensOf = (middle: ChatMessage[]): number => counter.count(summarizerMessages(requestFor(folded, middle)));
   const overhead = tokensOf([]);
   const free = room - Math.ceil(room * RETRY_SHARE) - overhead;
   // The pieces after the first leave room for the summary so far.
@@ -126,8 +123,7 @@ export function foldedMiddle(pieces: Pieces, index: number, carried: string | un
 function groupStart(messages: readonly ChatMessage[]): number {
   let start = messages.length;
   while (start > 0 && messages[start - 1]?.role === 'tool') start -= 1;
-  if (start === 0 || messages[start - 1]?.tool_calls === undefined) return messages.length;
-  return start - 1 > 0 ? start - 1 : messages.length;
+  return start > 1 && messages[start - 1]?.tool_calls !== undefined ? start - 1 : messages.length;
 }
 
 /** A message too large for any piece, its text cut until `fits`; undefined when nothing fits. */

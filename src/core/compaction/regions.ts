@@ -72,18 +72,11 @@ export class CallOwners {
 
 /** What a compaction may remove: not sticky (nor `task`), nor in a group with a sticky message. Session replay uses it too. */
 export function removableMask(messages: readonly ChatMessage[], groups = toolGroups(messages), task = -1): Uint8Array {
-  const count = messages.length;
-  const sticky = new Uint8Array(count);
-  const pinned = new Uint8Array(count);
-  for (let index = 0; index < count; index += 1) {
-    if (index !== task && !isSticky(messages[index] as ChatMessage)) continue;
-    sticky[index] = 1;
-    pinned[groups.groupOf[index] ?? index] = 1;
-  }
-  const removable = new Uint8Array(count);
-  for (let index = 0; index < count; index += 1)
-    if (sticky[index] === 0 && pinned[groups.groupOf[index] ?? index] === 0) removable[index] = 1;
-  return removable;
+  // A sticky message pins its own group, so it is never removable either.
+  const pinned = new Uint8Array(messages.length);
+  for (let index = 0; index < messages.length; index += 1)
+    if (index === task || isSticky(messages[index] as ChatMessage)) pinned[groups.groupOf[index] ?? index] = 1;
+  return pinned.map((_, index) => (pinned[groups.groupOf[index] ?? index] === 1 ? 0 : 1));
 }
 
 /** The start of the recent window: `keepRecent` from the end, moved back so that no group straddles it. */
@@ -147,13 +140,9 @@ export function findRegions(messages: readonly ChatMessage[], keepRecent: number
 }
 
 export function regionsAt(cut: number, groups: Groups, removable: Uint8Array): Regions {
-  const inMiddle = new Uint8Array(removable.length);
+  const inMiddle = removable.map((bit, index) => (index < cut && bit === 1 ? 1 : 0));
   const middle: number[] = [];
-  for (let index = 0; index < removable.length && index < cut; index += 1) {
-    if (removable[index] !== 1) continue;
-    inMiddle[index] = 1;
-    middle.push(index);
-  }
+  for (let index = 0; index < cut && index < inMiddle.length; index += 1) if (inMiddle[index] === 1) middle.push(index);
   return { groups, cut, removable, middle, inMiddle };
 }
 

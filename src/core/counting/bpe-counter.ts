@@ -129,11 +129,10 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   const roleTokens = new Map<string, number>();
   const textTokens = (text: string): number => {
     if (text.length === 0) return 0;
-    if (known === undefined) return countTextTokens(text, encoding);
-    const remembered = known.get(text);
+    const remembered = known?.get(text);
     if (remembered !== undefined) return remembered;
     const tokens = countTextTokens(text, encoding);
-    known.set(text, tokens);
+    known?.set(text, tokens);
     return tokens;
   };
   const contentTokens = (content: ChatMessage['content']): number => {
@@ -149,10 +148,7 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   const messageTokens = (message: ChatMessage): number => {
     let role = roleTokens.get(message.role);
     // Set on a miss only: this runs once per counted message.
-    if (role === undefined) {
-      role = textTokens(message.role);
-      roleTokens.set(message.role, role);
-    }
+    if (role === undefined) roleTokens.set(message.role, (role = textTokens(message.role)));
     let tokens = perMessage + role + contentTokens(message.content);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
     for (const call of message.tool_calls ?? [])

@@ -73,10 +73,7 @@ class Base64Bytes {
       sextets += 1;
     }
     bits *= 64 ** (4 - sextets);
-    for (let index = 2; index >= 0; index -= 1) {
-      this.bytes[index] = bits % 256;
-      bits = Math.floor(bits / 256);
-    }
+    for (let index = 0; index < 3; index += 1) this.bytes[index] = (bits >>> (16 - 8 * index)) & 255;
     this.valid = Math.max(0, sextets - 1);
   }
 }
@@ -173,9 +170,10 @@ export function imageSizeOfDataUrl(url: string): ImageSize | undefined {
   return imageSizeOfBase64(url.slice(comma + 1));
 }
 
-function assertDimension(name: string, value: number): void {
-  if (!(Number.isFinite(value) && value > 0))
-    throw new InvalidInputError(name, `must be a positive number of pixels, got ${value}`);
+function assertDimensions(width: number, height: number): void {
+  for (const [name, value] of Object.entries({ width, height }))
+    if (!(Number.isFinite(value) && value > 0))
+      throw new InvalidInputError(name, `must be a positive number of pixels, got ${value}`);
 }
 
 export type OpenAiImageDetail = 'low' | 'high' | 'auto';
@@ -187,8 +185,7 @@ export const OPENAI_UNKNOWN_IMAGE_TOKENS = OPENAI_LOW_DETAIL_TOKENS + 8 * OPENAI
 
 /** OpenAI's tile rule: fit 2048², shorter side to 768, then 85 + 170 per 512-pixel tile; `'low'` costs 85. */
 export function openaiImageTokens(width: number, height: number, detail: OpenAiImageDetail = 'auto'): number {
-  assertDimension('width', width);
-  assertDimension('height', height);
+  assertDimensions(width, height);
   if (detail === 'low') return OPENAI_LOW_DETAIL_TOKENS;
   let scale = Math.min(1, 2048 / Math.max(width, height));
   scale *= Math.min(1, 768 / (Math.min(width, height) * scale));
@@ -203,8 +200,7 @@ export const ANTHROPIC_UNKNOWN_IMAGE_TOKENS = ANTHROPIC_MAX_IMAGE_TOKENS;
 
 /** Anthropic: ⌈width × height / 750⌉ after scaling down to a long edge of 1568 and at most ~1,600 tokens. */
 export function anthropicImageTokens(width: number, height: number): number {
-  assertDimension('width', width);
-  assertDimension('height', height);
+  assertDimensions(width, height);
   let scale = Math.min(1, ANTHROPIC_MAX_EDGE / Math.max(width, height));
   const pixels = width * height * scale * scale;
   const maxPixels = ANTHROPIC_MAX_IMAGE_TOKENS * 750;

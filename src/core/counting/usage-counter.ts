@@ -62,15 +62,7 @@ function snapshotOf(value: unknown, topLevel: boolean): Snapshot | undefined {
       return Number.isFinite(value) ? value : undefined;
     case 'object': {
       if (value === null) return null;
-      if (isPlainArray(value)) {
-        const elements: Snapshot[] = [];
-        for (const element of value) {
-          const snapshot = snapshotOf(element, false);
-          if (snapshot === undefined) return undefined;
-          elements.push(snapshot);
-        }
-        return elements;
-      }
+      if (isPlainArray(value)) return allSnapshots(Array.from(value, (element) => snapshotOf(element, false)));
       if (!isPlainObject(value)) return undefined;
       const keys: string[] = [];
       const values: Snapshot[] = [];
@@ -90,14 +82,13 @@ function snapshotOf(value: unknown, topLevel: boolean): Snapshot | undefined {
   }
 }
 
+/** The snapshots, or undefined when one value had none (a hole counts as none). */
+function allSnapshots(snapshots: (Snapshot | undefined)[]): Snapshot[] | undefined {
+  return snapshots.includes(undefined) ? undefined : (snapshots as Snapshot[]);
+}
+
 function snapshotMessages(messages: readonly ChatMessage[], count: number): Snapshot[] | undefined {
-  const snapshots: Snapshot[] = [];
-  for (let i = 0; i < count; i++) {
-    const snapshot = snapshotOf(messages[i], true);
-    if (snapshot === undefined) return undefined;
-    snapshots.push(snapshot);
-  }
-  return snapshots;
+  return allSnapshots(messages.slice(0, count).map((message) => snapshotOf(message, true)));
 }
 
 function serializeSnapshot(snapshot: Snapshot): string {
@@ -156,11 +147,9 @@ function compareToSnapshot(value: unknown, snapshot: Snapshot, topLevel: boolean
 
 function comparePrefix(messages: readonly ChatMessage[], snapshots: readonly Snapshot[]): Verdict {
   let verdict: Verdict = 'same';
+  // A hole in `messages` is 'unknown' (not plain data); a later message that differs still settles it.
   for (let i = 0; i < snapshots.length; i++) {
-    const snapshot = snapshots[i];
-    const message = messages[i];
-    if (snapshot === undefined || message === undefined) return 'unknown';
-    const messageVerdict = compareToSnapshot(message, snapshot, true);
+    const messageVerdict = compareToSnapshot(messages[i], snapshots[i] ?? null, true);
     if (messageVerdict === 'different') return 'different';
     if (messageVerdict === 'unknown') verdict = 'unknown';
   }

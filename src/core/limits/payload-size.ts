@@ -15,11 +15,9 @@ export function utf8Length(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code < 0x80) continue;
-    if (code < 0x800) bytes += 1;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      bytes += 2;
-      i += 1;
-    } else bytes += 2;
+    bytes += code < 0x800 ? 1 : 2;
+    // A surrogate pair takes 4 bytes: 2 for its high unit, none for its low one (past the end, NaN & 0xfc00 is 0).
+    if (code >= 0xd800 && code <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i += 1;
   }
   return bytes;
 }
