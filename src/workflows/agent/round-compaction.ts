@@ -158,11 +158,8 @@ export class RoundCompaction {
       backend: aimAt.backend.label,
       applyAt: workflowTime() + timeoutMs,
     });
-    const decision = await review.decision(
-      proposal,
-      timeoutMs,
-      `#${number} review: waiting ${shortDuration(timeoutMs)} at most`,
-    );
+    const waiting = `#${number} review: waiting ${shortDuration(timeoutMs)} at most`;
+    const decision = await review.decision(proposal, timeoutMs, waiting);
     if (decision === undefined) return { result, review: 'timed-out' };
     if (decision.decision === 'reject') return undefined;
     if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
