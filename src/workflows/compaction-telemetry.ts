@@ -20,11 +20,10 @@ export interface Compacted {
 }
 
 function addTo(name: string, unit: string, description: string, value = 1, tags: Record<string, string> = {}): void {
-  metricMeter.createCounter(name, unit, description).add(value, tags);
+  if (inWorkflowContext()) metricMeter.createCounter(name, unit, description).add(value, tags);
 }
 
 function countCompaction({ result }: Compacted): void {
-  if (!inWorkflowContext()) return;
   addTo(CompactionMetric.Compactions, 'compactions', 'Compactions, by result', 1, {
     result: compactionKind(result),
   });
@@ -53,10 +52,9 @@ export function withCompactionTelemetry(run: (tally: SummarizerTally) => Promise
       if (!isCancellation(error)) {
         const name = error instanceof Error ? error.name : 'Error';
         const type = error instanceof ApplicationFailure ? (error.type ?? name) : name;
-        if (inWorkflowContext())
-          addTo(CompactionMetric.CompactionFailures, 'compactions', 'Compactions that failed, by failure type', 1, {
-            type,
-          });
+        addTo(CompactionMetric.CompactionFailures, 'compactions', 'Compactions that failed, by failure type', 1, {
+          type,
+        });
         span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;

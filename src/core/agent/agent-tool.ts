@@ -8,6 +8,7 @@ import { assertKnownKeys } from '../unknown-keys.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 import { groupDigits } from './compaction-history.js';
 import { expected } from './steering.js';
+import { declaration } from './tool-declarations.js';
 
 /** The name of the tool: reserved, a run's own tools may not take it. */
 export const COMPACT_CONTEXT_TOOL_NAME = 'compact_context';
@@ -31,21 +32,11 @@ export interface AgentToolPlan {
 export const DEFAULT_AGENT_TOOL_COOLDOWN_ROUNDS = 3;
 
 /** The declaration the run sends the model under `compaction.agentTool`. */
-export const COMPACT_CONTEXT_TOOL: ToolDeclaration = {
-  type: 'function',
-  function: {
-    name: COMPACT_CONTEXT_TOOL_NAME,
-    description:
-      'Compact your context at the end of this round: the harness replaces older turns with one summary, keeping the task and recent turns. Use it when earlier turns are no longer needed; pass focus to say what the summary must keep.',
-    parameters: {
-      type: 'object',
-      properties: {
-        focus: { type: 'string', description: 'What the summary must keep (files, decisions, open questions).' },
-      },
-      additionalProperties: false,
-    },
-  },
-};
+export const COMPACT_CONTEXT_TOOL: ToolDeclaration = declaration(
+  COMPACT_CONTEXT_TOOL_NAME,
+  'Compact your context at the end of this round: the harness replaces older turns with one summary, keeping the task and recent turns. Use it when earlier turns are no longer needed; pass focus to say what the summary must keep.',
+  { focus: { type: 'string', description: 'What the summary must keep (files, decisions, open questions).' } },
+);
 
 const wholeNumber = expected('a whole number from 0');
 const count = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);

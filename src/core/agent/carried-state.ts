@@ -101,11 +101,8 @@ export function parseCarriedState(value: unknown, field = 'input.carried'): Agen
     if (!ids.has(id))
       throw new InvalidInputError(`${field}.pins.ids[${index}]`, `no message with id "${id}" in input.carried.live`);
   });
-  const messages = checkMessages(
-    live.map((entry) => entry.message),
-    `${field}.live`,
-    '.message',
-  );
+  const liveMessages = live.map((entry) => entry.message);
+  const messages = checkMessages(liveMessages, `${field}.live`, '.message');
   checkMessages(pendingUserMessages, `${field}.pendingUserMessages`, '');
   checkCounts(messages, tokenCounts, `${field}.tokenCounts`);
   return value as AgentRunCarried;

@@ -3,6 +3,7 @@
 import type { ToolDeclaration } from '../counting/request-counter.js';
 import type { ChatMessage } from '../types.js';
 import { onlyArgument } from './agent-tool.js';
+import { declaration } from './tool-declarations.js';
 import type { SessionEntry } from './session.js';
 
 /** The name of the tool (and of the activity that answers it). */
@@ -15,20 +16,12 @@ export const MAX_RECALL_CHARS = 20_000;
 const RECALL_ID = /^m[1-9][0-9]{0,15}$/;
 
 /** The declaration the run sends the model when `compaction.recall` is on. */
-export const RECALL_TOOL: ToolDeclaration = {
-  type: 'function',
-  function: {
-    name: RECALL_TOOL_NAME,
-    description:
-      'Get back a message the harness elided or summarized away, as it was: pass one id named by a "[recall id: m14]" stub or a "[recall ids: m3..m9, m12]" summary line ("a..b" is every id from a to b).',
-    parameters: {
-      type: 'object',
-      properties: { id: { type: 'string', description: 'A transcript message id, such as "m14".' } },
-      required: ['id'],
-      additionalProperties: false,
-    },
-  },
-};
+export const RECALL_TOOL: ToolDeclaration = declaration(
+  RECALL_TOOL_NAME,
+  'Get back a message the harness elided or summarized away, as it was: pass one id named by a "[recall id: m14]" stub or a "[recall ids: m3..m9, m12]" summary line ("a..b" is every id from a to b).',
+  { id: { type: 'string', description: 'A transcript message id, such as "m14".' } },
+  ['id'],
+);
 
 export function parseRecallArgs(args: unknown): { id: string } | { error: string } {
   const parsed = onlyArgument('recall', args, 'id', '{ id: string }');

@@ -85,13 +85,7 @@ export interface UndoLine extends Partial<UndoLineContext> {
 export type UndoLineContext = Pick<CompactionLineContext, 'round' | 'backend' | 'cacheHitRate' | 'billedInput'>;
 export type SessionLine = MessageLine | CompactionLine | ElisionLine | PinLine | UndoLine;
 
-export const SESSION_LINE_TYPES: ReadonlyArray<SessionLine['type']> = [
-  'message',
-  'compaction',
-  'elision',
-  'pin',
-  'undo',
-];
+export const SESSION_LINE_TYPES: readonly SessionLine['type'][] = ['message', 'compaction', 'elision', 'pin', 'undo'];
 
 const LINE_TYPES_REASON = 'must be "message", "compaction", "elision", "pin" or "undo"';
 

@@ -57,7 +57,6 @@ export function noPins(): Pins {
 
 export type CheckedPinInput = Required<Pick<PinUpdateInput, 'ids'>> & Pick<PinUpdateInput, 'fact'>;
 
-/** A zod error that says what was expected and what came: `must be a string, got 3`. */
 /** A value seen where something else was expected: a scalar as JSON, a list or object by its kind (it may be large). */
 function seenKind(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
@@ -65,6 +64,7 @@ function seenKind(value: unknown): string {
   return value === undefined ? 'undefined' : capText(String(JSON.stringify(value)), 200);
 }
 
+/** A zod error that says what was expected and what came: `must be a string, got 3`. */
 export function expected(what: string): { error: (issue: { input?: unknown }) => string } {
   return { error: (issue) => `must be ${what}, got ${seenKind(issue.input)}` };
 }

@@ -148,13 +148,9 @@ export interface TranscriptUndo {
 /** Undoes compaction `compactionId` of a transcript a caller keeps; refused when over `room` tokens. */
 export function undoTranscript(
   lines: readonly SessionLine[],
-  {
-    compactionId,
-    counter,
-    room,
-    field,
-  }: { compactionId: number | undefined; counter: TokenCounter; room: number; field: string },
+  options: { compactionId: number | undefined; counter: TokenCounter; room: number; field: string },
 ): TranscriptUndo {
+  const { compactionId, counter, room, field } = options;
   const records = compactionRecordsFromSession(lines);
   const compaction = undoTarget({ records: records.length, undone: undoneIn(records, 1) }, compactionId, field);
   const finder = new UndoFinder(compaction);
@@ -168,13 +164,9 @@ export function undoTranscript(
 export function undoLineFor(
   entries: readonly SessionEntry[],
   change: UndoChange,
-  {
-    compaction,
-    counter,
-    room,
-    context,
-  }: { compaction: number; counter: TokenCounter; room: number; context?: UndoLineContext },
+  options: { compaction: number; counter: TokenCounter; room: number; context?: UndoLineContext },
 ): TranscriptUndo {
+  const { compaction, counter, room, context } = options;
   const draft: UndoLine = { type: 'undo', compaction, ...change, tokensBefore: 0, tokensAfter: 0 };
   const restored = applyUndoLine(entries, draft, 'undo');
   const tokensAfter = counter.count(restored.map((entry) => entry.message));

@@ -95,10 +95,8 @@ export class CompactionUndo {
       );
     }
     const { aimAt, aim } = preflight(conversation.messages, candidates);
-    await tokens.countNewText(
-      change.restored.map((entry) => entry.message),
-      this.parts.limit.batchBytes(),
-    );
+    const restored = change.restored.map((entry) => entry.message);
+    await tokens.countNewText(restored, this.parts.limit.batchBytes());
     const { cacheHitRate, billedInput } = ledger.compactions.usage;
     const { line, record } = undoLineFor(conversation.liveEntries, change, {
       compaction,

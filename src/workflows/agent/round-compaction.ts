@@ -77,18 +77,7 @@ export class RoundCompaction {
     const { mode } = plan.review;
     // The Timeline shows this compaction's number and why it runs.
     const number = ledger.compactions.totals.compactions + 1;
-    const why =
-      demand !== undefined
-        ? demand.askedBy === 'agent'
-          ? 'agent asked'
-          : 'on demand'
-        : overRoom
-          ? 'to fit'
-          : mode === 'approve'
-            ? 'for review'
-            : cold
-              ? 'cold cache'
-              : 'trigger';
+    const why = reasonFor(demand, overRoom, mode === 'approve', cold);
     const call = this.compactionCall(aimAt, aim, overRoom, demand?.instructions, cold, `#${number} ${why}`);
     if (
       demand === undefined &&
@@ -158,11 +147,8 @@ export class RoundCompaction {
       backend: aimAt.backend.label,
       applyAt: workflowTime() + timeoutMs,
     });
-    const decision = await review.decision(
-      proposal,
-      timeoutMs,
-      `#${number} review: waiting ${shortDuration(timeoutMs)} at most`,
-    );
+    const waiting = `#${number} review: waiting ${shortDuration(timeoutMs)} at most`;
+    const decision = await review.decision(proposal, timeoutMs, waiting);
     if (decision === undefined) return { result, review: 'timed-out' };
     if (decision.decision === 'reject') return undefined;
     if (decision.decision === 'apply' || decision.summary === undefined) return { result, review: 'applied' };
@@ -244,6 +230,14 @@ export class RoundCompaction {
     tokens.forgetAllBut(conversation.messages);
     return record;
   }
+}
+
+/** Why a compaction runs, for the Timeline: asked for, to fit, for review, at the cold or the usual trigger. */
+function reasonFor(demand: CompactionDemand | undefined, overRoom: boolean, review: boolean, cold: boolean): string {
+  if (demand !== undefined) return demand.askedBy === 'agent' ? 'agent asked' : 'on demand';
+  if (overRoom) return 'to fit';
+  if (review) return 'for review';
+  return cold ? 'cold cache' : 'trigger';
 }
 
 /** A duration for a label: `1h`, `30m`, `45s`, `1h30m`. */
