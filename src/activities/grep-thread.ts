@@ -53,12 +53,13 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
   let files = 0;
   let outputChars = 0;
   let stoppedAt: GrepThreadStop | undefined;
+  /** Keeps the first limit reached. */
+  const stop = (at: GrepThreadStop): void => {
+    stoppedAt ??= at;
+  };
 
   const searchFile = (file: string): void => {
-    if (files >= input.maxFiles) {
-      stoppedAt ??= 'files';
-      return;
-    }
+    if (files >= input.maxFiles) return stop('files');
     // A secret file is never read, not even to look for a match.
     if (secretRuleFor(relative(input.base, file), input.allow) !== undefined) return;
     files += 1;
@@ -71,19 +72,13 @@ function search(input: GrepThreadInput, post: (message: GrepThreadMessage) => vo
     if (text === undefined || text.includes('\u0000')) return;
     const lines = text.split('\n');
     for (let index = 0; index < lines.length; index += 1) {
-      if (matches >= input.maxResults) {
-        stoppedAt ??= 'results';
-        return;
-      }
+      if (matches >= input.maxResults) return stop('results');
       const line = lines[index] ?? '';
       const found = regex.exec(line);
       if (found !== null) {
         const shown = `${relative(input.base, file)}:${index + 1}: ${shownLine(line, found.index, input.maxLineChars)}`;
         // The first match is always kept: a result that found one must not read "no matches".
-        if (matches > 0 && outputChars + shown.length + 1 > input.maxOutputChars) {
-          stoppedAt ??= 'output';
-          return;
-        }
+        if (matches > 0 && outputChars + shown.length + 1 > input.maxOutputChars) return stop('output');
         outputChars += shown.length + 1;
         matches += 1;
         post({ kind: 'match', line: shown });

@@ -170,18 +170,13 @@ export function createBuiltInTools({
     if (!(await stat(real)).isDirectory())
       throw nonRetryableFailure(FailureType.Tool.InvalidArguments, `fs_list: ${path} is not a directory; use fs_read`);
     const names: string[] = [];
-    let more = false;
-    // Read entry by entry: a directory of a million files must not be read whole.
+    // Entry by entry, one past the limit (so a cut is known): a directory of a million files must not be read whole.
     for await (const entry of await opendir(real)) {
-      if (names.length >= maxListEntries) {
-        more = true;
-        break;
-      }
       names.push(entry.isDirectory() ? `${entry.name}/` : entry.name);
+      if (names.length > maxListEntries) break;
     }
-    names.sort();
-    const cut = more ? `\n[stopped after ${maxListEntries} entries]` : '';
-    return capText(names.join('\n') + cut, maxResultChars);
+    const cut = names.length > maxListEntries ? `\n[stopped after ${maxListEntries} entries]` : '';
+    return capText(names.slice(0, maxListEntries).sort().join('\n') + cut, maxResultChars);
   }
 
   async function grep(args: unknown): Promise<string> {

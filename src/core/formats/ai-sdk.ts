@@ -14,13 +14,8 @@ import { EngineMessages, formatView, withPartStubs, type FormatView, type Mapped
 /** A compaction of AI SDK messages: positions (`elisions`, `cutIndex`, `dropped`) count the input's messages. */
 export type AiSdkCompactionResult = MappedCompactionResult<AiSdkMessage>;
 
-function isToolCall(part: AiSdkPart): part is AiSdkToolCallPart {
-  return part.type === 'tool-call';
-}
-
-function isToolResult(part: AiSdkPart): part is AiSdkToolResultPart {
-  return part.type === 'tool-result';
-}
+const isToolCall = (part: AiSdkPart): part is AiSdkToolCallPart => part.type === 'tool-call';
+const isToolResult = (part: AiSdkPart): part is AiSdkToolResultPart => part.type === 'tool-result';
 
 /** A tool's output as the engine reads it: the text a model sees, or the parts of `content` (media counted by size). */
 function outputContent(output: AiSdkToolResultOutput): string | ContentPart[] {

@@ -192,17 +192,11 @@ function assertAnthropicMessage(
   if (role === 'assistant') toolUseIds(content, index);
 }
 
-function isSystem(value: unknown): value is string | AnthropicTextBlock[] {
-  return anthropicSystemSchema.safeParse(value).success;
-}
-
 /**
  * Validates a message array or a request body, returning the caller's own objects: the messages, the body's system
  * prompt, and the body (its other fields come back untouched); errors name the path of the first fault.
  */
 export function validateAnthropic(conversation: unknown) {
-  let messages: unknown = conversation;
-  let system: string | AnthropicTextBlock[] | undefined;
   const body = isRecord(conversation) ? conversation : undefined;
   if (body !== undefined) {
     if (!Object.hasOwn(body, 'messages'))
@@ -210,24 +204,24 @@ export function validateAnthropic(conversation: unknown) {
         'messages',
         'required: an Anthropic conversation is an array of messages or a request body { system?, messages }',
       );
-    const raw = body.system;
-    if (Array.isArray(raw))
-      raw.forEach((block: unknown, position) => {
+    if (Array.isArray(body.system))
+      body.system.forEach((block: unknown, position) => {
         const field = `system[${position}]`;
         if (blockType(block, field) !== 'text')
           throw new InvalidInputError(`${field}.type`, 'must be "text": a system prompt holds text blocks only');
         checkWith(anthropicTextBlockSchema, block, field);
       });
-    else if (raw !== undefined && typeof raw !== 'string')
+    else if (body.system !== undefined && typeof body.system !== 'string')
       throw new InvalidInputError('system', 'must be a string or an array of text blocks');
-    if (isSystem(raw)) system = raw;
-    messages = body.messages;
   }
+  const messages: unknown = body === undefined ? conversation : body.messages;
   if (!Array.isArray(messages)) throw new InvalidInputError('messages', 'must be an array of Anthropic messages');
   const valid: AnthropicMessage[] = [];
   messages.forEach((value: unknown, index) => {
     assertAnthropicMessage(value, index, valid[index - 1]);
     valid.push(value);
   });
+  // Checked above: a string or text blocks, when given.
+  const system = body?.system as string | AnthropicTextBlock[] | undefined;
   return { messages: valid, system, body };
 }

@@ -15,13 +15,8 @@ export interface AnthropicCompactionResult extends MappedCompactionResult<Anthro
   request?: AnthropicRequest;
 }
 
-function isToolUse(block: AnthropicBlock): block is AnthropicToolUseBlock {
-  return block.type === 'tool_use';
-}
-
-function isToolResult(block: AnthropicBlock): block is AnthropicToolResultBlock {
-  return block.type === 'tool_result';
-}
+const isToolUse = (block: AnthropicBlock): block is AnthropicToolUseBlock => block.type === 'tool_use';
+const isToolResult = (block: AnthropicBlock): block is AnthropicToolResultBlock => block.type === 'tool_result';
 
 export function anthropicView(conversation: unknown): FormatView<AnthropicCompactionResult> {
   const { messages, system, body } = validateAnthropic(conversation);

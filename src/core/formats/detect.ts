@@ -2,7 +2,7 @@
 // mark narrows the formats it can be in; a conversation with none reads as OpenAI chat, the default.
 import { InvalidInputError } from '../errors.js';
 import { isRecord } from '../schema.js';
-import type { MessageFormat } from './format.js';
+import { MESSAGE_FORMATS, type MessageFormat } from './format.js';
 
 export const FORMAT_NAMES: Record<MessageFormat, string> = {
   openai: 'OpenAI chat',
@@ -17,22 +17,18 @@ export interface FormatMark {
   formats: readonly MessageFormat[];
 }
 
-const OPENAI_PARTS = new Set<unknown>(['image_url', 'input_audio', 'refusal']);
-const ANTHROPIC_PARTS = new Set<unknown>(['tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'document']);
-const AI_SDK_PARTS = new Set<unknown>([
-  'tool-call',
-  'tool-result',
-  'reasoning',
-  'tool-approval-request',
-  'tool-approval-response',
-]);
+/** The part types one format alone has. */
+const PARTS_OF: Record<MessageFormat, readonly unknown[]> = {
+  openai: ['image_url', 'input_audio', 'refusal'],
+  anthropic: ['tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'document'],
+  'ai-sdk': ['tool-call', 'tool-result', 'reasoning', 'tool-approval-request', 'tool-approval-response'],
+};
 
 /** The formats that have a content part's type (with the field that tells look-alikes apart). */
 function partFormats(part: Record<string, unknown>): readonly MessageFormat[] | undefined {
   const { type } = part;
-  if (OPENAI_PARTS.has(type)) return ['openai'];
-  if (ANTHROPIC_PARTS.has(type)) return ['anthropic'];
-  if (AI_SDK_PARTS.has(type)) return ['ai-sdk'];
+  const only = MESSAGE_FORMATS.find((format) => PARTS_OF[format].includes(type));
+  if (only !== undefined) return [only];
   if (type === 'image')
     return part.source !== undefined ? ['anthropic'] : part.image !== undefined ? ['ai-sdk'] : undefined;
   if (type === 'file') return part.file !== undefined ? ['openai'] : part.data !== undefined ? ['ai-sdk'] : undefined;

@@ -70,9 +70,8 @@ export class EngineMessages {
     const others: ContentPart[] = parts.filter((_, block) => results[block] === undefined);
     if (others.length > 0 || others.length === parts.length)
       this.push({ role: 'user', content: others }, { message: index });
-    results.forEach((message, block) => {
+    for (const [block, message] of results.entries())
       if (message !== undefined) this.push(message, { message: index, block });
-    });
   }
 }
 

@@ -125,18 +125,14 @@ function summaryItems(text: string): Array<{ section: SectionName; lines: string
     // Our own lines are far shorter; the cap only bounds a model's paragraphs.
     const copied = clip(withoutMarker(line.trim()), 600);
     if (copied === '') continue;
-    if (indented && current !== undefined) {
-      current.lines.push(`  - ${copied}`);
-      continue;
+    if (indented && current !== undefined) current.lines.push(`  - ${copied}`);
+    else if (indented && underScaffolding) items.push({ section, lines: [`- ${copied}`] });
+    else {
+      const trimmed = line.trim();
+      current = { section, lines: [OMITTED_LINE.test(trimmed) || trimmed === NOTHING ? trimmed : `- ${copied}`] };
+      underScaffolding = false;
+      items.push(current);
     }
-    if (indented && underScaffolding) {
-      items.push({ section, lines: [`- ${copied}`] });
-      continue;
-    }
-    const trimmed = line.trim();
-    current = { section, lines: [OMITTED_LINE.test(trimmed) || trimmed === NOTHING ? trimmed : `- ${copied}`] };
-    underScaffolding = false;
-    items.push(current);
   }
   return items;
 }

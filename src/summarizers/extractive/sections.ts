@@ -48,7 +48,6 @@ function itemLines(item: string): string[] {
 }
 
 function goalCandidates(transcript: Turns): Candidate[] {
-  const candidates: Candidate[] = [];
   const seen = new Set<string>();
   // Earlier goals stand for the older user turns: the run's first request keeps its place.
   const carried = transcript.earlier.goals;
@@ -60,16 +59,15 @@ function goalCandidates(transcript: Turns): Candidate[] {
     ...transcript.users.map((turn) => ({ lines: goalLines(turn.text), order: turn.order })),
   ];
   const last = turns.length - 1;
-  turns.forEach((turn, index) => {
+  return turns.flatMap((turn, index) => {
     const [head, ...rest] = turn.lines;
-    if (head === undefined || seen.has(head)) return;
+    if (head === undefined || seen.has(head)) return [];
     seen.add(head);
     // The first request sets the task, the latest is where the run stands; of the others the newer rank higher.
     const priority = index === 0 ? 100 : index === last ? 90 : 10 + (40 * index) / Math.max(1, last);
     const text = [`- ${head}`, ...rest.map((line) => `  - ${line}`)].join('\n');
-    candidates.push({ text, priority, order: turn.order });
+    return [{ text, priority, order: turn.order }];
   });
-  return candidates;
 }
 
 /** A heading in prose (`Updated Plan:`, `**Next steps:**`): it says nothing itself. */

@@ -90,9 +90,7 @@ export function argumentFields(args: string): Record<string, string> {
   } catch {
     // capped
   }
-  for (const match of args.matchAll(/"([\w-]+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)/g)) {
-    const key = match[1];
-    const body = match[2];
+  for (const [, key, body] of args.matchAll(/"([\w-]+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)/g)) {
     if (key === undefined || body === undefined || key in fields) continue;
     try {
       fields[key] = String(JSON.parse(`"${body.replace(/\\$/, '')}"`));
