@@ -234,9 +234,8 @@ export class Compactor {
         lastFailure = message;
         retryAfterMs = retryAfterOf(error);
       }
-      if (attempt < maxAttempts && !(await sleep(retryAfterMs ?? backoffDelayMs(attempt, retryBackoffMs), signal))) {
+      if (attempt < maxAttempts && !(await sleep(retryAfterMs ?? backoffDelayMs(attempt, retryBackoffMs), signal)))
         return { kind: 'cancelled' };
-      }
     }
     return { kind: 'failed', reason: 'exhausted', message: lastFailure };
   }
