@@ -260,13 +260,11 @@ async function awaitResult(
     return await handle.result();
   } catch (error) {
     if (!(error instanceof WorkflowFailedError)) throw error;
-    const cause = error.cause;
-    if (cause instanceof CancelledFailure)
-      throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
+    const { cause } = error;
     const type = cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ` : '';
-    throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
-      cause: error,
-    });
+    const what =
+      cause instanceof CancelledFailure ? 'was cancelled' : `failed: ${type}${cause?.message ?? error.message}`;
+    throw new Error(`workflow ${handle.workflowId} ${what}`, { cause: error });
   } finally {
     process.off('SIGINT', cancel);
   }
