@@ -199,7 +199,15 @@ export class Compactor {
       const step = next.value;
       const started = Date.now();
       const outcome = await this.summarize(step, signal);
-      onProgress?.(progressOf(step, outcome, counter, Date.now() - started));
+      const promptTokens = outcome.kind === 'summary' ? outcome.usage?.promptTokens : undefined;
+      onProgress?.({
+        purpose: step.purpose,
+        ...(step.piece === undefined ? {} : { piece: step.piece }),
+        estimatedTokens: counter.count(summarizerMessages(step.request)),
+        ...(promptTokens === undefined ? {} : { promptTokens }),
+        elapsedMs: Date.now() - started,
+        outcome: outcome.kind === 'failed' ? (outcome.reason === 'deadline' ? 'deadline' : 'failed') : outcome.kind,
+      });
       next = steps.next(outcome);
     }
     return next.value;
@@ -234,29 +242,11 @@ export class Compactor {
         lastFailure = message;
         retryAfterMs = retryAfterOf(error);
       }
-      if (attempt < maxAttempts && !(await sleep(retryAfterMs ?? backoffDelayMs(attempt, retryBackoffMs), signal))) {
+      if (attempt < maxAttempts && !(await sleep(retryAfterMs ?? backoffDelayMs(attempt, retryBackoffMs), signal)))
         return { kind: 'cancelled' };
-      }
     }
     return { kind: 'failed', reason: 'exhausted', message: lastFailure };
   }
-}
-
-function progressOf(
-  step: SummarizeStep,
-  outcome: SummarizeOutcome,
-  counter: TokenCounter,
-  elapsedMs: number,
-): SummarizeProgress {
-  const promptTokens = outcome.kind === 'summary' ? outcome.usage?.promptTokens : undefined;
-  return {
-    purpose: step.purpose,
-    ...(step.piece === undefined ? {} : { piece: step.piece }),
-    estimatedTokens: counter.count(summarizerMessages(step.request)),
-    ...(promptTokens === undefined ? {} : { promptTokens }),
-    elapsedMs,
-    outcome: outcome.kind === 'failed' ? (outcome.reason === 'deadline' ? 'deadline' : 'failed') : outcome.kind,
-  };
 }
 
 const aborted = Symbol('aborted');

@@ -33,11 +33,10 @@ export function redactFailure<T>(error: T, secrets: readonly string[]): T {
     seen.add(current);
     // Written only when something was found: some errors in a cause chain (an abort's DOMException)
     // have a read-only message, and assigning it would throw a TypeError in place of the failure.
-    const message = redactUrls(redactText(current.message, secrets));
-    if (message !== current.message) current.message = message;
-    if (current.stack !== undefined) {
-      const stack = redactUrls(redactText(current.stack, secrets));
-      if (stack !== current.stack) current.stack = stack;
+    for (const key of ['message', 'stack'] as const) {
+      const text = current[key] ?? '';
+      const redacted = redactUrls(redactText(text, secrets));
+      if (redacted !== text) current[key] = redacted;
     }
   }
   return error;

@@ -202,13 +202,12 @@ export function noArguments(context: CommandContext): void {
 
 /** Resolves on SIGINT or SIGTERM (long-running commands stop cleanly on either). */
 export function untilSignal(): Promise<NodeJS.Signals> {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      for (const each of signals) process.off(each, stop);
       resolve(signal);
     };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    for (const each of signals) process.on(each, stop);
   });
 }

@@ -136,14 +136,11 @@ function watched(summarizer: Summarizer): { summarizer: Summarizer; failure: () 
   };
 }
 
-/** The file's conversation as the engine reads it, and an Anthropic body's system prompt. */
+/** The file's conversation as the engine reads it (OpenAI chat as it is), and an Anthropic body's system prompt. */
 function engineOf(file: ConversationFile) {
-  if (file.messageFormat === 'openai') return { messages: file.messages, system: undefined };
   const conversation = file.messageFormat === 'anthropic' ? anthropicConversationOf(file) : file.messages;
-  const view = formatView(file.messageFormat, conversation);
-  if (view === undefined) throw new Error(`no view of the ${file.messageFormat} format`);
   return {
-    messages: view.messages,
+    messages: formatView(file.messageFormat, conversation)?.messages ?? file.messages,
     system: file.messageFormat === 'anthropic' ? validateAnthropic(conversation).system : undefined,
   };
 }
@@ -260,13 +257,11 @@ async function awaitResult(
     return await handle.result();
   } catch (error) {
     if (!(error instanceof WorkflowFailedError)) throw error;
-    const cause = error.cause;
-    if (cause instanceof CancelledFailure)
-      throw new Error(`workflow ${handle.workflowId} was cancelled`, { cause: error });
+    const { cause } = error;
     const type = cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ` : '';
-    throw new Error(`workflow ${handle.workflowId} failed: ${type}${cause?.message ?? error.message}`, {
-      cause: error,
-    });
+    const what =
+      cause instanceof CancelledFailure ? 'was cancelled' : `failed: ${type}${cause?.message ?? error.message}`;
+    throw new Error(`workflow ${handle.workflowId} ${what}`, { cause: error });
   } finally {
     process.off('SIGINT', cancel);
   }

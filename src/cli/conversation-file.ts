@@ -17,6 +17,7 @@ import { basename, dirname, join } from 'node:path';
 import { text as streamText } from 'node:stream/consumers';
 import { InvalidInputError } from '../core/errors.js';
 import { isRecord, validateMessages } from '../core/schema.js';
+import { failureMessage } from '../shared/failures.js';
 import { parseSessionJsonl, replaySession, SESSION_LINE_TYPES } from '../core/agent/session.js';
 import type { ChatMessage } from '../core/types.js';
 import { validateAnthropic, type AnthropicMessage } from '../core/formats/anthropic-schema.js';
@@ -118,12 +119,11 @@ export function parseConversation(text: string, path: string, choice: FormatChoi
       throw error;
     }
     const container = isRecord(value) ? { ...value } : undefined;
-    if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages'))) {
+    if (!Array.isArray(value) && (container === undefined || !Object.hasOwn(container, 'messages')))
       throw new ConversationFileError(
         path,
         `expected a JSON array of messages, an object { "messages": [...] } (a request body), or the JSON lines of \`temporal-compactor session --jsonl\`; got ${shapeOf(value)}`,
       );
-    }
     const messageFormat = choice === 'auto' ? detectFormat(value) : choice;
     const format = Array.isArray(value) ? 'array' : 'object';
     const shared = { path, format, formatDetected: choice === 'auto', container } as const;
@@ -166,7 +166,7 @@ export async function readConversationFile(
     const code = isRecord(error) ? error.code : undefined;
     if (code === 'ENOENT') throw new ConversationFileError(path, 'no such file', true);
     if (code === 'EISDIR') throw new ConversationFileError(path, 'is a directory, not a conversation file', true);
-    throw new ConversationFileError(path, `cannot read it: ${error instanceof Error ? error.message : String(error)}`);
+    throw new ConversationFileError(path, `cannot read it: ${failureMessage(error)}`);
   }
   return parseConversation(text, path, choice);
 }
@@ -179,6 +179,7 @@ export function conversationOutput(file: ConversationFile, messages: AnyCompacti
 
 /** A conversation holds whatever the agent read. */
 const NEW_FILE_MODE = 0o600;
+const NEW_FILE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /** Why `writeFileWhole` would refuse `path`: a link, followed or replaced, would write where the user did not name. */
 export function unwritableReason(path: string): string | undefined {
@@ -209,11 +210,7 @@ export function writeFileWhole(
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
   let descriptor: number | undefined;
   try {
-    descriptor = openSync(
-      temporary,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      mode ?? NEW_FILE_MODE,
-    );
+    descriptor = openSync(temporary, NEW_FILE_FLAGS, mode ?? NEW_FILE_MODE);
     // The umask took bits off at creation; a replaced file's mode is kept exactly.
     if (kept !== undefined) fchmodSync(descriptor, kept);
     writeFileSync(descriptor, text, 'utf8');
@@ -224,8 +221,6 @@ export function writeFileWhole(
   } catch (error) {
     if (descriptor !== undefined) closeSync(descriptor);
     rmSync(temporary, { force: true });
-    throw new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
+    throw new Error(`cannot write ${path}: ${failureMessage(error)}`, { cause: error });
   }
 }

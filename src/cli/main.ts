@@ -83,14 +83,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return ExitCode.ok;
   }
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
-  if (command === undefined) {
-    if (name.startsWith('-')) {
-      io.stderr(`temporal-compactor: unknown option ${name}: options come after the command\n${SHORT_USAGE}\n`);
-      return ExitCode.usage;
-    }
-    return unknownCommand(name, io);
-  }
-  return runCommand(command, rest, io);
+  if (command !== undefined) return runCommand(command, rest, io);
+  if (!name.startsWith('-')) return unknownCommand(name, io);
+  io.stderr(`temporal-compactor: unknown option ${name}: options come after the command\n${SHORT_USAGE}\n`);
+  return ExitCode.usage;
 }
 
 /** Runs one command; its messages and help name it as `program` (the demo runs as `npm run demo --`). */

@@ -132,16 +132,6 @@ export class StderrSpanExporter implements SpanExporter {
   async shutdown(): Promise<void> {}
 }
 
-/**
- * The SDK's interceptors propagate trace headers through the global API, so without a context manager
- * and a propagator activity spans would lose their parents; a process's own are kept.
- */
-function ensureContextPropagation({ core, contextAsyncHooks }: ReturnType<typeof tracingModules>): void {
-  propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
-  const manager = new contextAsyncHooks.AsyncLocalStorageContextManager().enable();
-  if (!context.setGlobalContextManager(manager)) manager.disable();
-}
-
 /** With a tracer of its own: the global provider is left alone. */
 export function createTracing(
   option: TracingOption,
@@ -169,7 +159,11 @@ export function createTracing(
     describe = 'to the given span processor';
   }
   const resource = (typeof option === 'object' ? option.resource : undefined) ?? tracingResource(modules.resources);
-  ensureContextPropagation(modules);
+  // The SDK's interceptors propagate trace headers through the global API, so without a context manager
+  // and a propagator activity spans would lose their parents; a process's own are kept.
+  propagation.setGlobalPropagator(new modules.core.W3CTraceContextPropagator());
+  const manager = new modules.contextAsyncHooks.AsyncLocalStorageContextManager().enable();
+  if (!context.setGlobalContextManager(manager)) manager.disable();
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
   const plugin = new modules.temporal.OpenTelemetryPlugin({
     resource,

@@ -144,11 +144,11 @@ export class CompactorPlugin extends SimplePlugin {
       registration === 'workflows'
         ? undefined
         : (pluginOptions.summarizer ?? summarizerFromConfig(configured()).summarizer);
-    const deps = summarizer === undefined ? undefined : withConfiguredSettings(pluginOptions.activities ?? {}, config);
-    const activities =
-      summarizer === undefined || deps === undefined
-        ? { describeWorker: createDescribeWorkerActivity() }
-        : createActivities({ ...deps, summarizer });
+    const deps =
+      summarizer === undefined
+        ? undefined
+        : { ...withConfiguredSettings(pluginOptions.activities ?? {}, config), summarizer };
+    const activities = deps === undefined ? { describeWorker: createDescribeWorkerActivity() } : createActivities(deps);
     const tracing = createTracing(pluginOptions.tracing ?? configured().tracing);
     super({ name: 'temporal-compactor', dataConverter, activities });
     this.registration = registration;
@@ -180,11 +180,10 @@ export class CompactorPlugin extends SimplePlugin {
     const bundle = withTracing.workflowBundle;
     const code = bundle === undefined ? undefined : 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
     const traced = code === undefined ? withTracing : withShortBuildId(withTracing, code);
-    if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString())) {
+    if (this.tracing !== undefined && code !== undefined && !bundleHasTracing(code.toString()))
       throw new Error(
         'temporal-compactor: tracing is on (COMPACTOR_TRACING) but the prebuilt workflow bundle has no OpenTelemetry workflow interceptors, so workflow and compaction spans would be lost: rebuild it with tracing on (`temporal-compactor bundle --tracing otlp --out FILE`, or bundleWorkflowCode with plugins: [compactorPlugin({ tracing })])',
       );
-    }
     // Only a Runtime that exports metrics gets them: without one the interceptor would measure for nothing.
     if (Runtime.instance().metricMeter === noopMetricMeter) return traced;
     const interceptors = traced.interceptors ?? {};
