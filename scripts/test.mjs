@@ -12,8 +12,11 @@ function run(command, args, hold) {
     const child = spawn(command, args, { stdio: hold ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
     let output = '';
     if (hold) for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk) => (output += chunk));
-    child.once('error', (error) => resolve({ code: 1, output: `${output}${error.message}\n` }));
-    child.once('close', (code, signal) => resolve({ code: code ?? 1, signal, output }));
+    child.once('error', (error) => {
+      if (!hold) console.error(`${command}: ${error.message}`);
+      resolve({ code: 1, output: `${output}${error.message}\n` });
+    });
+    child.once('close', (code) => resolve({ code: code ?? 1, output }));
   });
 }
 
@@ -31,4 +34,5 @@ const vitest = await run('vitest', ['run', ...process.argv.slice(2)], false);
 const failed = (await Promise.all(checks)).filter((name) => name !== undefined);
 if (failed.length > 0)
   console.error(`npm test: ${failed.map((name) => `npm run ${name}`).join(' and ')} failed (output above)`);
-process.exit(vitest.code !== 0 ? vitest.code : failed.length > 0 ? 1 : 0);
+// Not process.exit(): held output written to a pipe could be cut short.
+process.exitCode = vitest.code !== 0 ? vitest.code : failed.length > 0 ? 1 : 0;

@@ -98,18 +98,23 @@ async function registerMissing(
   namespace: string,
   register: boolean,
 ): Promise<SearchAttributeSetup> {
-  // A failure comes back as its message.
-  const status = await searchAttributeStatus(connection, namespace).catch(failureMessage);
-  if (typeof status === 'string') {
+  let status: SearchAttributeStatus;
+  try {
+    status = await searchAttributeStatus(connection, namespace);
+  } catch (error) {
     const missing = Object.keys(COMPACTOR_SEARCH_ATTRIBUTES);
-    return { present: [], missing, conflicting: [], registered: [], error: `listing them failed: ${status}` };
+    const reason = `listing them failed: ${failureMessage(error)}`;
+    return { present: [], missing, conflicting: [], registered: [], error: reason };
   }
   const { present, missing, conflicting } = status;
   if (missing.length === 0) return { ...status, registered: [], error: undefined };
   if (!register) return { ...status, registered: [], error: 'registering is turned off for this worker' };
-  const error = await addSearchAttributes(connection, namespace, missing).then(() => undefined, failureMessage);
-  if (error !== undefined) return { ...status, registered: [], error };
-  return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
+  try {
+    await addSearchAttributes(connection, namespace, missing);
+    return { present: [...present, ...missing], missing: [], conflicting, registered: missing, error: undefined };
+  } catch (error) {
+    return { ...status, registered: [], error: failureMessage(error) };
+  }
 }
 
 /** What is not usable, why, and the command that fixes it. */

@@ -10,7 +10,7 @@ import {
   isReferencePayload,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { temporal } from '@temporalio/proto';
-import { z } from 'zod';
+import { isRecord } from '../core/schema.js';
 import type { SessionBatch, SessionLine, SessionReference, SessionSnapshot } from '../core/agent/session.js';
 import { PayloadStoreNotConfiguredError } from '../shared/payload-store-missing.js';
 
@@ -25,13 +25,18 @@ export interface ReadSessionOptions {
   queryTimeoutMs?: number;
 }
 
-const snapshotSchema = z.looseObject({
-  pending: z.array(z.unknown()),
-  reference: z.looseObject({ lines: z.number() }),
-});
-const isSnapshot = (value: unknown): value is SessionSnapshot => snapshotSchema.safeParse(value).success;
-const batchSchema = z.looseObject({ from: z.number(), lines: z.array(z.unknown()) });
-const isBatch = (value: unknown): value is SessionBatch => batchSchema.safeParse(value).success;
+function isSnapshot(value: unknown): value is SessionSnapshot {
+  return (
+    isRecord(value) &&
+    Array.isArray(value.pending) &&
+    isRecord(value.reference) &&
+    typeof value.reference.lines === 'number'
+  );
+}
+
+function isBatch(value: unknown): value is SessionBatch {
+  return isRecord(value) && typeof value.from === 'number' && Array.isArray(value.lines);
+}
 
 /** The runs of a continue-as-new chain up to `runId`, first run first. */
 export async function chainRunIds(client: Client, workflowId: string, runId: string): Promise<string[]> {
@@ -139,8 +144,11 @@ export async function* readSession(
   const expected = snapshot?.reference.lines ?? (typeof from === 'string' ? undefined : from.lines);
   if (expected !== undefined && next < expected)
     throw new SessionReadError(`${workflowId} recorded ${expected} transcript lines, but its histories hold ${next}`);
-  // Lines recorded between the query and the history read are already out; the rest are pending.
-  if (snapshot !== undefined) yield* snapshot.pending.slice(Math.max(0, next - snapshot.reference.lines));
+  if (snapshot !== undefined) {
+    const skip = next - snapshot.reference.lines;
+    // Lines recorded between the query and the history read are already out; the rest are pending.
+    yield* snapshot.pending.slice(Math.max(0, skip));
+  }
 }
 
 /** Every line of an agent run's transcript, in an array (prefer the stream for long runs). */

@@ -122,8 +122,12 @@ export class FileBackend implements SweepableBackend {
     // file and writes the object anew (the store's touch falls back to a write). Either way no
     // claim handed out meanwhile loses an object.
     const aside = join(dirname(path), `.gc-${process.pid}-${randomBytes(6).toString('hex')}`);
-    const moved = rename(path, aside).then(() => true);
-    if ((await orMissing(moved, isMissing)) === undefined) return true;
+    try {
+      await rename(path, aside);
+    } catch (error) {
+      if (isMissing(error)) return true;
+      throw error;
+    }
     if ((await stat(aside)).mtimeMs < cutoffMs) {
       await rm(aside, { force: true });
       return true;

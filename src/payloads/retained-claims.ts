@@ -89,8 +89,9 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
       const page = await client.workflowService.listSchedules({ namespace, nextPageToken, maximumPageSize: 100 });
       for (const { scheduleId } of page.schedules ?? []) {
         if (typeof scheduleId !== 'string' || scheduleId === '') continue;
+        let described: unknown;
         try {
-          claimedManifestsIn(await client.workflowService.describeSchedule({ namespace, scheduleId }), add);
+          described = await client.workflowService.describeSchedule({ namespace, scheduleId });
         } catch (error) {
           if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) continue;
           throw new GarbageCollectionError(
@@ -98,6 +99,7 @@ export async function collectRetainedClaims({ clients, onProgress }: RetainedCla
             { cause: error },
           );
         }
+        claimedManifestsIn(described, add);
         result.schedules += 1;
       }
       nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;

@@ -76,7 +76,10 @@ export function removableMask(messages: readonly ChatMessage[], groups = toolGro
   const pinned = new Uint8Array(messages.length);
   for (let index = 0; index < messages.length; index += 1)
     if (index === task || isSticky(messages[index] as ChatMessage)) pinned[groups.groupOf[index] ?? index] = 1;
-  return pinned.map((_, index) => (pinned[groups.groupOf[index] ?? index] === 1 ? 0 : 1));
+  const removable = new Uint8Array(messages.length);
+  for (let index = 0; index < messages.length; index += 1)
+    if (pinned[groups.groupOf[index] ?? index] === 0) removable[index] = 1;
+  return removable;
 }
 
 /** The start of the recent window: `keepRecent` from the end, moved back so that no group straddles it. */
@@ -140,9 +143,13 @@ export function findRegions(messages: readonly ChatMessage[], keepRecent: number
 }
 
 export function regionsAt(cut: number, groups: Groups, removable: Uint8Array): Regions {
-  const inMiddle = removable.map((bit, index) => (index < cut && bit === 1 ? 1 : 0));
+  const inMiddle = new Uint8Array(removable.length);
   const middle: number[] = [];
-  for (let index = 0; index < cut && index < inMiddle.length; index += 1) if (inMiddle[index] === 1) middle.push(index);
+  for (let index = 0; index < removable.length && index < cut; index += 1) {
+    if (removable[index] !== 1) continue;
+    inMiddle[index] = 1;
+    middle.push(index);
+  }
   return { groups, cut, removable, middle, inMiddle };
 }
 

@@ -148,7 +148,10 @@ export function createBpeCounter(options: BpeCounterOptions = {}): TokenCounter 
   const messageTokens = (message: ChatMessage): number => {
     let role = roleTokens.get(message.role);
     // Set on a miss only: this runs once per counted message.
-    if (role === undefined) roleTokens.set(message.role, (role = textTokens(message.role)));
+    if (role === undefined) {
+      role = textTokens(message.role);
+      roleTokens.set(message.role, role);
+    }
     let tokens = perMessage + role + contentTokens(message.content);
     if (typeof message.name === 'string') tokens += textTokens(message.name) + perName;
     for (const call of message.tool_calls ?? [])
