@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/support/file-order.js';
 
 /**
  * Files that need a process of their own: metrics.test.ts installs the SDK's Runtime with a metrics
@@ -21,6 +22,8 @@ export default defineConfig({
     // child processes, so two at a time left a third of the CPU idle (docs/testing.md#where-the-time-goes).
     // They share one dev server and the workflow bundles built once for the run (test/support/bundle-cache.ts).
     maxWorkers: 4,
+    // The longest files first, also in a fresh clone, where vitest has timed none.
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         test: {
