@@ -1,10 +1,11 @@
 // `temporal-compactor compact` on a corpus trajectory against a real llama.cpp `llama-server` with
 // SmolLM2-135M-Instruct (test/support/llama-server.ts), as a user runs it: a process, configured by
-// its environment. The server is started with a 4,096-token context, so the tau-bench run's middle
-// (about 7,000 of the server's tokens) is over it and is summarized in pieces. What the server saw
-// is read from its own log: a request it refuses for its size logs "exceeds the available context
-// size", every request it takes logs "processing task". `npm run test:llm` runs this file.
-import { readFileSync } from 'node:fs';
+// its environment. The server is started with a 2,048-token context, so the middle of the tau-bench
+// run's first 26 messages (a request of about 2,500 of the server's tokens) is over it and is
+// summarized in pieces. What the server saw is read from its own log: a request it refuses for its
+// size logs "exceeds the available context size", every request it takes logs "processing task".
+// `npm run test:llm` runs this file.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchServerContextWindow } from '../../../scripts/server-window.js';
@@ -13,16 +14,23 @@ import { runCli, type CliRun } from '../../support/cli-process.js';
 import { realSummarizerEnv, startLlamaServer, type LlamaServer } from '../../support/llama-server.js';
 
 const TRAJECTORY = 'examples/trajectories/taubench_gpt4o_airline_task46_trial3.json';
-const CONTEXT_SIZE = 4096;
+/** The messages of TRAJECTORY compacted: a middle over the window, in as few pieces as show the cut. */
+const MESSAGES = 26;
+const CONTEXT_SIZE = 2048;
 /** A bound on each summary, so a piece takes seconds of generation on two shared cores. */
-const MAX_TOKENS = 96;
+const MAX_TOKENS = 64;
 
 const REFUSAL = 'exceeds the available context size';
 const TASK_STARTED = 'processing task';
 
 let llama: LlamaServer;
+/** The first MESSAGES messages of TRAJECTORY, as a file the CLI reads. */
+let conversation: string;
 
 beforeAll(async () => {
+  conversation = join(temporaryDirectory('llm-compact-in-'), 'conversation.json');
+  const messages = JSON.parse(readFileSync(TRAJECTORY, 'utf8')) as unknown[];
+  writeFileSync(conversation, JSON.stringify(messages.slice(0, MESSAGES)));
   llama = await startLlamaServer({ contextSize: CONTEXT_SIZE });
 });
 
@@ -41,12 +49,12 @@ function billedPromptTokens(stderr: string): number[] {
   );
 }
 
-/** Runs `compact` on the trajectory at a 4,000-token budget; returns the run and what the server logged meanwhile. */
+/** Runs `compact` on the conversation at a 2,000-token budget; returns the run and what the server logged meanwhile. */
 async function compact(extraArgs: string[]): Promise<{ run: CliRun; serverLog: string; output: unknown }> {
   const out = join(temporaryDirectory('llm-compact-'), 'compacted.json');
   const before = (await llama.log()).length;
   const started = Date.now();
-  const run = await runCli(['compact', TRAJECTORY, '--budget', '4000', '--out', out, ...extraArgs], {
+  const run = await runCli(['compact', conversation, '--budget', '2000', '--out', out, ...extraArgs], {
     ...realSummarizerEnv(llama, MAX_TOKENS),
   });
   console.info(
