@@ -10,6 +10,7 @@ import { agentRunQueries } from '../../src/workflows/agent-run.js';
 import type { CompactionHistory } from '../../src/core/agent/compaction-history.js';
 import { DEMO_ENTRY, runCli } from '../support/cli-process.js';
 import { quietRuntime } from '../support/temporal.js';
+import { writeProductionBundle } from '../support/worker-process.js';
 
 describe('npm run demo', () => {
   it(
@@ -56,6 +57,8 @@ describe('npm run demo', () => {
     async () => {
       quietRuntime();
       const store = mkdtempSync(join(tmpdir(), 'demo-keep-'));
+      // The run's shared bundle: the test above has the demo bundle the workflows as a user's does.
+      const bundle = await writeProductionBundle('demo-keep-bundle-');
       let stdout = '';
       let answered: CompactionHistory | undefined;
       try {
@@ -64,6 +67,7 @@ describe('npm run demo', () => {
             TEMPORAL_ADDRESS: inject('temporalAddress') ?? 'the suite has no dev server (see its start error)',
             COMPACTOR_TASK_QUEUE: `demo-keep-${process.pid}`,
             COMPACTOR_PAYLOAD_STORE: `file:${store}`,
+            COMPACTOR_WORKFLOW_BUNDLE: bundle.bundlePath,
             OPENAI_API_KEY: '',
             OPENAI_BASE_URL: '',
           },
@@ -82,6 +86,7 @@ describe('npm run demo', () => {
         );
       } finally {
         rmSync(store, { recursive: true, force: true });
+        bundle.remove();
       }
     },
   );
