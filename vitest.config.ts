@@ -18,10 +18,11 @@ const common = {
 
 export default defineConfig({
   test: {
-    // Four files at a time on two cores: most workflow tests wait on the dev server, timers and
-    // child processes, so two at a time left a third of the CPU idle (docs/testing.md#where-the-time-goes).
+    // Six files at a time on two cores: most workflow tests wait on the dev server, timers and
+    // child processes, so two at a time left a third of the CPU idle, and four about a tenth
+    // (docs/testing.md#where-the-time-goes).
     // They share one dev server and the workflow bundles built once for the run (test/support/bundle-cache.ts).
-    maxWorkers: 4,
+    maxWorkers: 6,
     // The longest files first, also in a fresh clone, where vitest has timed none.
     sequence: { sequencer: LongestFirst },
     projects: [
