@@ -3,13 +3,14 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * The files that run longest, longest first (the agentRun transcript test over the extended corpus
- * runs for minutes). Vitest starts the files it has timed longest first; a file it has not timed
- * (every file, in a fresh clone) it orders by size, largest first, and these are mostly small: a
- * fresh clone's run ended on one of them running alone. They start first until vitest has timed them.
+ * The files that run longest, longest first (the agentRun transcript tests over the extended corpus
+ * run for minutes). Vitest starts the files it has timed longest first; a file it has not timed
+ * (every file, in a fresh clone) it orders by size, largest first, and these are mostly small, so
+ * they would start among the last. They start first until vitest has timed them.
  */
 export const LONGEST: readonly string[] = [
   'test/workflows/agent-run-transcript.test.ts',
+  'test/workflows/agent-run-transcript-aged.test.ts',
   'test/workflows/long-run.test.ts',
   'test/workflows/agent-run.test.ts',
   'test/payloads/gc.test.ts',
