@@ -13,7 +13,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +30,7 @@ import { recordCompaction, replaySession, type SessionLine } from '../../src/cor
 import { defaultCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
 import { createExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { closedPort } from '../support/closed-port.js';
 import { toJsonl } from '../support/messages.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
@@ -432,11 +432,7 @@ describe('temporal-compactor compact', () => {
     });
 
     it('a summarizer that fails in the workflow is named from its history, and the exit code is 3', async () => {
-      const server = createServer();
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const address = server.address();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      const port = address !== null && typeof address === 'object' ? address.port : 0;
+      const port = await closedPort();
       const local = capture({ OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` });
       expect(
         await main(

@@ -240,7 +240,16 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     expect(failure).toBeInstanceOf(WorkflowFailedError);
 
     // The key did reach the provider, which echoed it back each time: the test exercises the leak paths.
-    expect(server.requests.length).toBe(7);
+    expect(
+      server.requests.map((request) => `${String(Reflect.get(Object(request.body), 'model'))} ${request.outcome}`),
+    ).toEqual([
+      // The run compacts its opening (429, then the summary), retries a chat (500), runs its tools, ends.
+      ...['gpt-4o-mini answered', 'gpt-4o-mini answered'],
+      ...['agent-a answered', 'agent-a answered', 'agent-a answered'],
+      // The compaction refused (400), and the run refused (401).
+      'gpt-4o-mini answered',
+      'agent-c answered',
+    ]);
     expect(server.requests.every((request) => bearer(request) === OPENAI_CANARY)).toBe(true);
 
     const histories = await Promise.all(handles.map(async (handle) => stringsIn(await handle.fetchHistory())));
