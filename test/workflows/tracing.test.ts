@@ -16,7 +16,8 @@ import { compactorWorkflowsPath } from '../../src/worker/workflow-bundling.js';
 import { tracingWorkflowInterceptorModules } from '../../src/telemetry/tracing.js';
 import { COMPACTION_SPAN_NAME, CompactionSpanAttribute } from '../../src/core/compaction/telemetry.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
-import { testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
+import { PRODUCTION_WORKFLOWS_PATH } from '../support/bundle-cache.js';
+import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 
 const TRAJECTORY = 'taubench_gpt4o_airline_task2_trial1';
 
@@ -175,7 +176,12 @@ describe('tracing through compactorPlugin (COMPACTOR_TRACING)', { timeout: 240_0
       summarizer: createExtractiveSummarizer(),
       tracing: 'off',
     });
-    await Worker.runReplayHistory({ plugins: [untraced] }, history, workflowId);
+    // Off: the production bundle, which a worker without tracing runs (shared by the run's files).
+    await Worker.runReplayHistory(
+      { workflowBundle: await bundleWorkflows(PRODUCTION_WORKFLOWS_PATH), plugins: [untraced] },
+      history,
+      workflowId,
+    );
     const replayExporter = new InMemorySpanExporter();
     const traced = compactorPlugin({
       config: loadConfig({ env: {} }),
