@@ -4,8 +4,8 @@ import { connect } from 'node:net';
 
 /**
  * The lowest port the kernel hands out for `listen(0)`. Every server of a test run binds port 0,
- * so a port below this one is never taken by another test in the middle of a test that counts on
- * it being refused (a port released by a server of our own could be, and once was).
+ * so no other test's server takes a port below this one while a test counts on it being refused;
+ * a port a test's own server bound and released can be handed to the next server that asks.
  */
 function ephemeralLow(): number {
   try {
