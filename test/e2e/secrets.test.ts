@@ -63,6 +63,11 @@ function bearer(request: RecordedRequest): string {
   return String(request.headers.authorization ?? '').replace(/^Bearer /, '');
 }
 
+/** The model the request asked for: the agents and the summarizer are told apart by it. */
+function modelOf(request: RecordedRequest): string {
+  return String(Reflect.get(Object(request.body), 'model'));
+}
+
 /** An assistant reply billed 900 prompt and 10 completion tokens. */
 function completion(message: Record<string, unknown>): ScriptedResponse {
   return assistantReply(message, { prompt_tokens: 900, completion_tokens: 10, total_tokens: 910 });
@@ -130,11 +135,9 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     t = await testConnection();
     server = await startFakeOpenAI();
     server.setDefault((request) => {
-      const model = Reflect.get(Object(request.body), 'model');
-      const next = answers.get(String(model))?.shift();
-      return (
-        next ?? { kind: 'status', status: 500, body: { error: { message: `unscripted request for ${String(model)}` } } }
-      );
+      const model = modelOf(request);
+      const next = answers.get(model)?.shift();
+      return next ?? { kind: 'status', status: 500, body: { error: { message: `unscripted request for ${model}` } } };
     });
     root = mkdtempSync(join(tmpdir(), 'secrets-root-'));
     writeFileSync(join(root, 'a.txt'), 'alpha\n');
@@ -240,9 +243,7 @@ describe('a canary API key set on the worker', { timeout: 180_000 }, () => {
     expect(failure).toBeInstanceOf(WorkflowFailedError);
 
     // The key did reach the provider, which echoed it back each time: the test exercises the leak paths.
-    expect(
-      server.requests.map((request) => `${String(Reflect.get(Object(request.body), 'model'))} ${request.outcome}`),
-    ).toEqual([
+    expect(server.requests.map((request) => `${modelOf(request)} ${request.outcome}`)).toEqual([
       // The run compacts its opening (429, then the summary), retries a chat (500), runs its tools, ends.
       ...['gpt-4o-mini answered', 'gpt-4o-mini answered'],
       ...['agent-a answered', 'agent-a answered', 'agent-a answered'],
