@@ -17,8 +17,10 @@ export interface StoreTestActivities {
   incompressible(bytes: number): Promise<Uint8Array>;
 }
 
+// The gc tests hold one run's echo open while they delete another run, wait for the server to
+// remove it (up to two minutes on a busy machine) and collect: the timeout outlasts all of that.
 const activities = proxyActivities<StoreTestActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '10 minutes',
   retry: { maximumAttempts: 1 },
 });
 
