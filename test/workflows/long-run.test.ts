@@ -1,9 +1,10 @@
-// A long agent run completes. A 240-round trajectory with a 10 KB tool result every round, replayed
-// through agentRun at a 16,000-token window, used to stop for good after ~217 rounds: the whole
-// transcript was carried through continue-as-new and returned in the result, and once that passed
-// the server's 2 MB payload limit every workflow task failed (PAYLOADS_TOO_LARGE), forever.
-// With the payload store on, a longer run must also keep its history growing with what each round
-// adds, not with the conversation every chat request carries.
+// A long agent run completes. Its transcript (2.5 MB here: 120 rounds with a 20 KB tool result each,
+// at a 16,000-token window) is past the server's 2 MB payload limit, so a run that carried it
+// through continue-as-new or returned it in the result would fail every workflow task
+// (PAYLOADS_TOO_LARGE), forever: the run holds only its live context, and the transcript stays
+// outside its state. With the payload store on, a run longer than any corpus trajectory must also
+// keep its history growing with what each round adds, not with the conversation every chat
+// request carries.
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +36,7 @@ import {
   type TestConnection,
 } from '../support/temporal.js';
 
-const LONG_RUN = { rounds: 240, resultChars: 10_000 };
+const LONG_RUN = { rounds: 120, resultChars: 20_000 };
 
 /** The sizes of an event's payloads; with `marked`, only those marked for the UI (the memo's table), else the others. */
 function payloadSizes(event: temporal.api.history.v1.IHistoryEvent, marked = false): number[] {
@@ -73,7 +74,7 @@ describe('a long agent run', { timeout: 900_000 }, () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('240 rounds with a 10 KB tool result each, at a 16,000-token window: every round played, state and payloads bounded (regression)', async () => {
+  it('120 rounds with a 20 KB tool result each (2.5 MB of transcript), at a 16,000-token window: every round played, state and payloads bounded (regression)', async () => {
     const workflowId = uniqueId('agent-long');
     const activities = createActivities({ summarizer: createExtractiveSummarizer(), trajectoryDir: dir });
     const result: AgentRunResult = await withFileWorker(t, { workflowBundle: bundle, activities }, (t) =>
@@ -127,8 +128,8 @@ describe('a long agent run', { timeout: 900_000 }, () => {
   });
 });
 
-/** Longer and larger than any corpus trajectory (at most 0.8 MB), and past the 2 MB a run once could not carry. */
-const STORE_RUN = { rounds: 200, resultChars: 16_000 };
+/** Longer than any corpus trajectory (at most 126 rounds), and its transcript (2.3 MB) past the server's 2 MB payload limit. */
+const STORE_RUN = { rounds: 130, resultChars: 16_000 };
 /**
  * What one round may add to history beyond its own new content: its events (two workflow tasks, the
  * chat and tool activities, a search-attribute upsert; 1,946 bytes at the median in bench:agent-long,
@@ -208,7 +209,7 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
     rmSync(store, { recursive: true, force: true });
   });
 
-  it('200 rounds with a 16 KB tool result each (3.5 MB of transcript): history grows by what each round adds, not by the window; the store by the new content', async () => {
+  it('130 rounds with a 16 KB tool result each (2.3 MB of transcript): history grows by what each round adds, not by the window; the store by the new content', async () => {
     const config = loadConfig({ env: { COMPACTOR_PAYLOAD_STORE: `file:${store}` } });
     const workflowId = uniqueId('agent-long-store');
     const opening = openingMessages(trajectory);
@@ -263,7 +264,7 @@ describe('a long agent run with the payload store', { timeout: 900_000 }, () => 
 
     // With the store a transcript batch is a claim whatever its size, so the run records in large
     // batches: one per STORED_SESSION_BATCH_BYTES of transcript, plus one where each run of the chain
-    // ends (128 KiB batches would have taken one every ~8 rounds here, 27 in all).
+    // ends (128 KiB batches would have taken one every ~7 rounds here, 18 in all).
     const recorded = events.filter(
       (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'recordSession',
     ).length;
