@@ -20,7 +20,7 @@ import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { historyEvents } from '../../src/client/session-reader.js';
 import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
 import { claimOf, decodeHistoryPayload, metadataOf } from '../support/history-payloads.js';
-import { quietRuntime } from '../support/temporal.js';
+import { quietRuntime, sharedProductionBundleFile } from '../support/temporal.js';
 
 const uiOff = process.env.TEMPORAL_TEST_UI === '0';
 const CHROMIUM = uiOff ? undefined : chromiumForTests('the codec server UI test (test/e2e/codec-ui.test.ts)');
@@ -72,6 +72,9 @@ describe.skipIf(uiOff || CHROMIUM === undefined)(
         COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
         COMPACTOR_CODEC_KEY_ID: 'ui-test',
       };
+      // The demo's worker starts from the run's bundle: what it bundles is not what this test looks at.
+      const bundle = await sharedProductionBundleFile();
+      if (bundle !== undefined) env.COMPACTOR_WORKFLOW_BUNDLE = bundle;
       const payloads = payloadConverterFromConfig(loadConfig({ env }));
       let stdout = '';
       let stderr = '';
