@@ -172,7 +172,8 @@ describe('the build id compactorPlugin gives a worker that runs a prebuilt bundl
 
   it('the history of a run records it on every workflow task and activity start (the SDK default is 90 bytes at each)', async () => {
     const t = await testConnection();
-    const built = await bundleWorkflows(USER_WORKFLOWS, { workflowInterceptorModules: [] });
+    // The run's shared bundle of our workflows: which prebuilt bundle it is does not matter here.
+    const built = await bundleWorkflows(new URL('../../src/workflows/index.ts', import.meta.url));
     const worker = await Worker.create({
       connection: t.nativeConnection,
       namespace: t.namespace,
@@ -184,10 +185,10 @@ describe('the build id compactorPlugin gives a worker that runs a prebuilt bundl
     const workflowId = uniqueId('plugin-build-id');
     const messages = [{ role: 'system' as const, content: 'You help with orders.' }, ...toolRounds(12, 600)];
     await worker.runUntil(
-      client.workflow.execute<typeof supportChat>('supportChat', {
+      client.workflow.execute(compactConversation, {
         taskQueue: t.taskQueue,
         workflowId,
-        args: [{ messages, contextBudget: 1_500 }],
+        args: [{ messages, options: { contextBudget: 1_500 } }],
       }),
     );
     const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
