@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -20,7 +20,8 @@ import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { historyEvents } from '../../src/client/session-reader.js';
 import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
 import { claimOf, decodeHistoryPayload, metadataOf } from '../support/history-payloads.js';
-import { quietRuntime, sharedProductionBundleFile } from '../support/temporal.js';
+import { quietRuntime } from '../support/temporal.js';
+import { writeProductionBundle } from '../support/worker-process.js';
 
 const uiOff = process.env.TEMPORAL_TEST_UI === '0';
 const CHROMIUM = uiOff ? undefined : chromiumForTests('the codec server UI test (test/e2e/codec-ui.test.ts)');
@@ -62,6 +63,9 @@ describe.skipIf(uiOff || CHROMIUM === undefined)(
       const store = mkdtempSync(join(tmpdir(), 'compactor-codec-ui-'));
       directories.push(store);
       mkdirSync('test-results', { recursive: true });
+      // The demo's worker starts from the run's shared bundle: what it bundles is not what this test looks at.
+      const bundle = await writeProductionBundle('compactor-codec-ui-bundle-');
+      directories.push(dirname(bundle.bundlePath));
       const env: Record<string, string | undefined> = {
         ...process.env,
         // Unset (blank) so the demo starts its own dev server, with the UI pointed at its codec server.
@@ -71,10 +75,8 @@ describe.skipIf(uiOff || CHROMIUM === undefined)(
         COMPACTOR_PAYLOAD_STORE: `file:${store}`,
         COMPACTOR_CODEC_KEY: randomBytes(32).toString('base64'),
         COMPACTOR_CODEC_KEY_ID: 'ui-test',
+        COMPACTOR_WORKFLOW_BUNDLE: bundle.bundlePath,
       };
-      // The demo's worker starts from the run's bundle: what it bundles is not what this test looks at.
-      const bundle = await sharedProductionBundleFile();
-      if (bundle !== undefined) env.COMPACTOR_WORKFLOW_BUNDLE = bundle;
       const payloads = payloadConverterFromConfig(loadConfig({ env }));
       let stdout = '';
       let stderr = '';

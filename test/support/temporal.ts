@@ -16,7 +16,6 @@
 // to run workflow tests with payloads offloaded and encrypted (tests that inspect raw history
 // payloads then see claims: expected).
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
@@ -35,7 +34,7 @@ import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import type { temporal } from '@temporalio/proto';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../../src/client/session-reader.js';
-import { PRODUCTION_WORKFLOWS_PATH, sharedBundle, sharedBundlePath } from './bundle-cache.js';
+import { sharedBundle } from './bundle-cache.js';
 import { registerCleanup } from './cleanup.js';
 
 export interface TestConnection {
@@ -166,20 +165,6 @@ export async function bundleWorkflows(
     reading.catch(() => sharedBundles.delete(key));
   }
   return (await reading) ?? bundleWorkflowCode({ logger: new DefaultLogger('WARN'), ...options, workflowsPath: path });
-}
-
-/**
- * The file of the run's shared bundle of the production workflows, for a worker that takes one
- * (COMPACTOR_WORKFLOW_BUNDLE) where its own bundling is not what a test checks. Undefined where the
- * run shares no bundles (watch mode, a config with no global setup) or another process's build
- * outlasted the wait: that worker then bundles as it starts.
- */
-export async function sharedProductionBundleFile(): Promise<string | undefined> {
-  const dir = sharedBundleDir();
-  if (dir === undefined) return undefined;
-  await bundleWorkflows(PRODUCTION_WORKFLOWS_PATH);
-  const file = sharedBundlePath(dir, PRODUCTION_WORKFLOWS_PATH);
-  return file !== undefined && existsSync(file) ? file : undefined;
 }
 
 /**
