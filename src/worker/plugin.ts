@@ -116,12 +116,17 @@ export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>(
 function workerWithOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(
   options: T,
 ): T {
-  const { workflowsPath, webpackConfigHook } = withOurWorkflows({
+  const { workflowsPath, webpackConfigHook, preloadModules } = withOurWorkflows({
     workflowsPath: options.workflowsPath,
     webpackConfigHook: options.bundlerOptions?.webpackConfigHook,
+    preloadModules: options.bundlerOptions?.preloadModules,
   });
-  if (webpackConfigHook === undefined) return { ...options, workflowsPath };
-  return { ...options, workflowsPath, bundlerOptions: { ...options.bundlerOptions, webpackConfigHook } };
+  const bundlerOptions = { ...options.bundlerOptions, preloadModules };
+  return {
+    ...options,
+    workflowsPath,
+    bundlerOptions: webpackConfigHook === undefined ? bundlerOptions : { ...bundlerOptions, webpackConfigHook },
+  };
 }
 
 export class CompactorPlugin extends SimplePlugin {

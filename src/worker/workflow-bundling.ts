@@ -22,19 +22,27 @@ export class WorkflowsPathError extends Error {
   }
 }
 
-/** A module of ours in `workflows/`: the compiled one beside the build output, else the source (tsx). */
-function workflowsModule(name: string): string {
-  const candidates = [`../workflows/${name}.js`, `../workflows/${name}.ts`].map((path) =>
-    fileURLToPath(new URL(path, import.meta.url)),
-  );
+/** A module of ours (`workflows/index`): the compiled one beside the build output, else the source (tsx). */
+function ourModule(name: string): string {
+  const candidates = [`../${name}.js`, `../${name}.ts`].map((path) => fileURLToPath(new URL(path, import.meta.url)));
   const found = candidates.find((path) => existsSync(path));
-  if (found === undefined) throw new Error(`temporal-compactor: found no workflows/${name} beside the plugin`);
+  if (found === undefined) throw new Error(`temporal-compactor: found no ${name} beside the plugin`);
   return found;
 }
 
 /** The `workflowsPath` of a worker with our workflows alone. */
 export function compactorWorkflowsPath(): string {
-  return workflowsModule('index');
+  return ourModule('workflows/index');
+}
+
+/**
+ * The modules of ours a bundle preloads (the SDK's `preloadModules`): a worker's reusable V8 context
+ * evaluates them once, before any workflow, and every workflow on that thread shares them. Only
+ * modules whose state is a pure cache belong here: the BPE encoders, each a 200,000-entry table
+ * that every workflow run would otherwise build again (`core/counting/bpe-encoders`).
+ */
+export function compactorPreloadModules(): string[] {
+  return [ourModule('core/counting/bpe-encoders')];
 }
 
 /** `aliases` added to webpack's `resolve.alias`, in either of its two forms. */
@@ -56,19 +64,31 @@ function bundlingHook(theirs: string, hook: WebpackConfigHook | undefined): Webp
 interface WorkflowsToBundle {
   workflowsPath?: string | undefined;
   webpackConfigHook?: WebpackConfigHook | undefined;
+  preloadModules?: string[] | undefined;
 }
 
-/** The workflows path and webpack hook of a bundle with the worker's own workflows and ours; idempotent. */
-export function withOurWorkflows({ workflowsPath, webpackConfigHook }: WorkflowsToBundle): WorkflowsToBundle & {
-  workflowsPath: string;
-} {
+/**
+ * The workflows path, webpack hook and preloaded modules of a bundle with the worker's own
+ * workflows and ours; idempotent.
+ */
+export function withOurWorkflows({
+  workflowsPath,
+  webpackConfigHook,
+  preloadModules,
+}: WorkflowsToBundle): WorkflowsToBundle & { workflowsPath: string; preloadModules: string[] } {
   const ours = compactorWorkflowsPath();
-  const combined = workflowsModule('with-worker-workflows');
+  const combined = ourModule('workflows/with-worker-workflows');
   const theirs = workflowsPath === undefined ? undefined : resolve(workflowsPath);
+  const preload = [...new Set([...(preloadModules ?? []), ...compactorPreloadModules()])];
   // Configured already (the worker's options, then its bundler's, which another plugin's hook may wrap):
   // the alias is in the hook chain, and wrapping our module in itself would lose the worker's workflows.
-  if (theirs === combined) return { workflowsPath: combined, webpackConfigHook };
-  if (theirs === undefined || theirs === ours) return { workflowsPath: ours, webpackConfigHook };
+  if (theirs === combined) return { workflowsPath: combined, webpackConfigHook, preloadModules: preload };
+  if (theirs === undefined || theirs === ours)
+    return { workflowsPath: ours, webpackConfigHook, preloadModules: preload };
   if (!existsSync(theirs)) throw new WorkflowsPathError(workflowsPath ?? theirs);
-  return { workflowsPath: combined, webpackConfigHook: bundlingHook(theirs, webpackConfigHook) };
+  return {
+    workflowsPath: combined,
+    webpackConfigHook: bundlingHook(theirs, webpackConfigHook),
+    preloadModules: preload,
+  };
 }

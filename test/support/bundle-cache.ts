@@ -25,6 +25,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { compactorPreloadModules } from '../../src/worker/workflow-bundling.js';
 import { INSTALLED, inputsDigest, KEPT_DIR, ROOT, writeWhole } from './build-inputs.js';
 
 /** The workflows the package ships (what `compactorPlugin` bundles). */
@@ -112,7 +113,12 @@ function readKept(file: string): string | undefined {
  * name would not say what it holds).
  */
 async function buildAndKeep(kept: string, entry: string, before: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({ logger: new DefaultLogger('WARN'), workflowsPath: entry });
+  // Preloading what a bundle of this package preloads, as every bundle built with it does.
+  const { code } = await bundleWorkflowCode({
+    logger: new DefaultLogger('WARN'),
+    workflowsPath: entry,
+    preloadModules: compactorPreloadModules(),
+  });
   if (keptName(entry) !== before) return code;
   mkdirSync(kept, { recursive: true });
   const prefix = `${SHARED_ENTRIES.indexOf(entry)}-`;

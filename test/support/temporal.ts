@@ -32,6 +32,7 @@ import {
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
+import { compactorPreloadModules } from '../../src/worker/workflow-bundling.js';
 import type { temporal } from '@temporalio/proto';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../../src/client/session-reader.js';
 import { sharedBundle } from './bundle-cache.js';
@@ -164,7 +165,15 @@ export async function bundleWorkflows(
     // A build that failed throws in this file; the next file that asks tries again.
     reading.catch(() => sharedBundles.delete(key));
   }
-  return (await reading) ?? bundleWorkflowCode({ logger: new DefaultLogger('WARN'), ...options, workflowsPath: path });
+  return (
+    (await reading) ??
+    bundleWorkflowCode({
+      logger: new DefaultLogger('WARN'),
+      preloadModules: compactorPreloadModules(),
+      ...options,
+      workflowsPath: path,
+    })
+  );
 }
 
 /**

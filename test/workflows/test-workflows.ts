@@ -2,6 +2,7 @@
 // that shows what a user's workflow sees (docs/design.md#cancellation: `compact` resolves with the hard trim,
 // the caller's next timer rejects with `CancelledFailure`).
 import { isCancellation, sleep } from '@temporalio/workflow';
+import { bpeEncoder } from '../../src/core/counting/bpe-encoders.js';
 import { createCharCounter } from '../../src/core/counting/tokens.js';
 import type { ChatMessage, CompactionResult } from '../../src/core/types.js';
 import { compactionMiddleware } from '../../src/workflows/ai-sdk-middleware.js';
@@ -66,4 +67,19 @@ export async function middlewareInWorkflow({
     sent.push([...compacted]);
   }
   return sent;
+}
+
+/** The mark `encoderUses` leaves on the encoder it counted with. */
+const ENCODER_USES = Symbol.for('temporal-compactor.test.encoderUses');
+
+/**
+ * How many workflows have counted with this worker thread's `o200k_base` encoder, this one
+ * included. The encoder module is preloaded into the reusable V8 context
+ * (src/worker/workflow-bundling.ts), so every workflow on the thread counts with one encoder; a
+ * module loaded per workflow would give each run an encoder of its own, and 1 every time.
+ */
+export async function encoderUses(): Promise<number> {
+  const encoder = bpeEncoder('o200k_base') as unknown as Record<symbol, number | undefined>;
+  encoder[ENCODER_USES] = (encoder[ENCODER_USES] ?? 0) + 1;
+  return Promise.resolve(encoder[ENCODER_USES]);
 }

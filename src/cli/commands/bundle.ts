@@ -63,7 +63,7 @@ export const bundle: CliCommand = {
     ]);
     const ourRoot = resolve(dirname(compactorWorkflowsPath()), '..', '..');
     const parts = new Map<string, number>();
-    const { workflowsPath, webpackConfigHook } = withOurWorkflows({
+    const { workflowsPath, webpackConfigHook, preloadModules } = withOurWorkflows({
       workflowsPath: typeof workflows === 'string' ? resolve(workflows) : undefined,
       // The sizes of the modules webpack emits (a module no chunk holds is left out of the bundle).
       webpackConfigHook: (config) => ({
@@ -89,6 +89,7 @@ export const bundle: CliCommand = {
     const built = await bundleWorkflowCode({
       workflowsPath,
       webpackConfigHook,
+      preloadModules,
       workflowInterceptorModules: tracing === 'off' ? [] : tracingWorkflowInterceptorModules(),
       logger: new DefaultLogger('WARN', ({ level, message }) => context.io.stderr(`bundle: ${level}: ${message}\n`)),
     });

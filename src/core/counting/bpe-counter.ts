@@ -1,14 +1,11 @@
 // Sandbox-safe: a BPE token counter on gpt-tokenizer's pure-JS encoders, framed the way OpenAI's cookbook counts chat messages.
-import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
-import cl100kBaseRanks from 'gpt-tokenizer/bpeRanks/cl100k_base';
-import o200kBaseRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { InvalidInputError } from '../errors.js';
+import { bpeEncoder, type BpeEncodingName } from './bpe-encoders.js';
 import { isTextPart, nonTextPartTokens } from './parts.js';
 import { assertTokenAmount } from './tokens.js';
 import type { ChatMessage, TokenCounter } from '../types.js';
 
-/** `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) or `cl100k_base` (GPT-4, GPT-3.5). */
-export type BpeEncodingName = 'o200k_base' | 'cl100k_base';
+export type { BpeEncodingName };
 
 export const BPE_ENCODING_NAMES: readonly BpeEncodingName[] = ['o200k_base', 'cl100k_base'];
 
@@ -44,16 +41,6 @@ const LONG_RUN = new RegExp(
 
 /** Special-token strings (`<|endoftext|>`, ...) in conversation text are ordinary text, never an error. */
 const ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
-
-/** Built on first use (a few hundred milliseconds). */
-const encoders = new Map<BpeEncodingName, GptEncoding>();
-
-function encoderFor(encoding: BpeEncodingName): GptEncoding {
-  const ranks = encoding === 'o200k_base' ? o200kBaseRanks : cl100kBaseRanks;
-  const encoder = encoders.get(encoding) ?? GptEncoding.getEncodingApi(encoding, () => ranks);
-  encoders.set(encoding, encoder);
-  return encoder;
-}
 
 /** Characters per token of a part neither text nor an image. */
 const PART_CHARS_PER_TOKEN = 4;
@@ -96,7 +83,7 @@ export function countTextTokens(text: string, encoding: BpeEncodingName = 'o200k
 }
 
 function tokenize(text: string, encoding: BpeEncodingName): number {
-  const encoder = encoderFor(encoding);
+  const encoder = bpeEncoder(encoding);
   if (text.length <= BPE_RUN_SLICE) return encoder.countTokens(text, ORDINARY_TEXT);
   let tokens = 0;
   let segmentStart = 0;
