@@ -1,8 +1,8 @@
 // The BPE encoders are built once per worker thread, not once per workflow run
 // (docs/design.md#bpe): a bundle built by this package preloads their module into the worker's
 // reusable V8 context, and every workflow on the thread counts with the same encoder. Each encoder
-// is a 200,000-entry table; built per run, it cost every run, continue-as-new and replay its CPU and
-// memory again.
+// is a table of up to 200,000 entries: built per run, it would cost every run, continue-as-new and
+// replay its CPU and memory again.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
