@@ -116,17 +116,12 @@ export const CHAT_SERVER_KEYS = keysOf<NonNullable<ActivityDeps['chatServer']>>(
 function workerWithOurWorkflows<T extends { workflowsPath?: string; bundlerOptions?: WorkerOptions['bundlerOptions'] }>(
   options: T,
 ): T {
-  const { workflowsPath, webpackConfigHook, preloadModules } = withOurWorkflows({
+  const { workflowsPath, ...bundling } = withOurWorkflows({
     workflowsPath: options.workflowsPath,
     webpackConfigHook: options.bundlerOptions?.webpackConfigHook,
     preloadModules: options.bundlerOptions?.preloadModules,
   });
-  const bundlerOptions = { ...options.bundlerOptions, preloadModules };
-  return {
-    ...options,
-    workflowsPath,
-    bundlerOptions: webpackConfigHook === undefined ? bundlerOptions : { ...bundlerOptions, webpackConfigHook },
-  };
+  return { ...options, workflowsPath, bundlerOptions: { ...options.bundlerOptions, ...bundling } };
 }
 
 export class CompactorPlugin extends SimplePlugin {

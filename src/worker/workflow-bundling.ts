@@ -67,28 +67,30 @@ interface WorkflowsToBundle {
   preloadModules?: string[] | undefined;
 }
 
+/** The workflows path and webpack hook of a bundle with the worker's own workflows and ours. */
+function workflowsAndHook({ workflowsPath, webpackConfigHook }: WorkflowsToBundle): {
+  workflowsPath: string;
+  webpackConfigHook?: WebpackConfigHook | undefined;
+} {
+  const ours = compactorWorkflowsPath();
+  const combined = ourModule('workflows/with-worker-workflows');
+  const theirs = workflowsPath === undefined ? undefined : resolve(workflowsPath);
+  // Configured already (the worker's options, then its bundler's, which another plugin's hook may wrap):
+  // the alias is in the hook chain, and wrapping our module in itself would lose the worker's workflows.
+  if (theirs === combined) return { workflowsPath: combined, webpackConfigHook };
+  if (theirs === undefined || theirs === ours) return { workflowsPath: ours, webpackConfigHook };
+  if (!existsSync(theirs)) throw new WorkflowsPathError(workflowsPath ?? theirs);
+  return { workflowsPath: combined, webpackConfigHook: bundlingHook(theirs, webpackConfigHook) };
+}
+
 /**
  * The workflows path, webpack hook and preloaded modules of a bundle with the worker's own
  * workflows and ours; idempotent.
  */
-export function withOurWorkflows({
-  workflowsPath,
-  webpackConfigHook,
-  preloadModules,
-}: WorkflowsToBundle): WorkflowsToBundle & { workflowsPath: string; preloadModules: string[] } {
-  const ours = compactorWorkflowsPath();
-  const combined = ourModule('workflows/with-worker-workflows');
-  const theirs = workflowsPath === undefined ? undefined : resolve(workflowsPath);
-  const preload = [...new Set([...(preloadModules ?? []), ...compactorPreloadModules()])];
-  // Configured already (the worker's options, then its bundler's, which another plugin's hook may wrap):
-  // the alias is in the hook chain, and wrapping our module in itself would lose the worker's workflows.
-  if (theirs === combined) return { workflowsPath: combined, webpackConfigHook, preloadModules: preload };
-  if (theirs === undefined || theirs === ours)
-    return { workflowsPath: ours, webpackConfigHook, preloadModules: preload };
-  if (!existsSync(theirs)) throw new WorkflowsPathError(workflowsPath ?? theirs);
-  return {
-    workflowsPath: combined,
-    webpackConfigHook: bundlingHook(theirs, webpackConfigHook),
-    preloadModules: preload,
-  };
+export function withOurWorkflows(bundling: WorkflowsToBundle): WorkflowsToBundle & {
+  workflowsPath: string;
+  preloadModules: string[];
+} {
+  const preloadModules = [...new Set([...(bundling.preloadModules ?? []), ...compactorPreloadModules()])];
+  return { ...workflowsAndHook(bundling), preloadModules };
 }

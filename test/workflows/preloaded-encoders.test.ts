@@ -36,7 +36,8 @@ describe('the BPE encoders on a worker', { timeout: 120_000 }, () => {
     expect(worker.bundlerOptions?.preloadModules).toEqual([encoders]);
     expect(plugin.configureBundler({ workflowsPath: USER_WORKFLOWS }).preloadModules).toEqual([encoders]);
     // Preloaded state is shared by every workflow on the thread: only gpt-tokenizer's pure encoders may be reached from it.
-    const imports = [...readFileSync(encoders ?? '', 'utf8').matchAll(/^import .* from '([^']+)';$/gm)].map(
+    // Every module specifier in the file, however its import is written (static, dynamic, re-export).
+    const imports = [...readFileSync(encoders ?? '', 'utf8').matchAll(/(?:from|import\s*\()\s*'([^']+)'/g)].map(
       (match) => match[1],
     );
     expect(imports.sort()).toEqual([
