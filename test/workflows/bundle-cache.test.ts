@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { withoutDataSources } from '../../src/cli/bundle-source-map.js';
 import {
   bundleInputsDigest,
   keptName,
@@ -66,6 +67,8 @@ describe('workflow bundles shared by the test files', { timeout: 120_000 }, () =
         const entryModule = `./${relative(ROOT, entry)}`;
         const others = modules.filter((module) => !/^\.\/(src|node_modules)\//.test(module) && module !== entryModule);
         expect(others, entry).toEqual([]);
+        // What `temporal-compactor bundle` writes: the inline source map without the BPE rank tables.
+        expect(withoutDataSources(code).left, entry).toEqual([]);
       }
       // Another entry point is not shared: the file bundles it on its own.
       expect(sharedBundlePath(dir as string, join(tmpdir(), 'workflows.ts'))).toBeUndefined();
@@ -102,10 +105,10 @@ describe('workflow bundles shared by the test files', { timeout: 120_000 }, () =
     expect(await sharedBundle(emptyDir(), TEST_WORKFLOWS_PATH, kept)).toBe('// kept');
   });
 
-  it('the digest changes with a file under src/, a new one, the entry and the installed packages; not with a test', () => {
+  it('the digest changes with a file under src/, a new one, the entry, the installed packages and the builder; not with a test', () => {
     const root = emptyDir();
     mkdirSync(join(root, 'src', 'core'), { recursive: true });
-    mkdirSync(join(root, 'test'));
+    mkdirSync(join(root, 'test', 'support'), { recursive: true });
     mkdirSync(join(root, 'node_modules'));
     const entry = join(root, 'test', 'entry.ts');
     const write = (path: string, text: string) => writeFileSync(join(root, path), text);
@@ -121,6 +124,7 @@ describe('workflow bundles shared by the test files', { timeout: 120_000 }, () =
       ['test/entry.ts', 'export * from "../src/core/b.js";'],
       ['node_modules/.package-lock.json', '{"packages":{}}'],
       ['tsconfig.json', '{}'],
+      ['test/support/bundle-cache.ts', '// how the bundles are built'],
     ] as const) {
       write(path, text);
       digests.push(bundleInputsDigest(entry, root));
