@@ -18,6 +18,8 @@ function heartbeatInterval(heartbeatTimeoutMs: number | undefined): number {
  * Runs `work` with the activity's cancellation signal, heartbeating until it settles. A failure goes
  * through `toFailure`, less the worker's API keys (and `secrets`); a cancellation rethrows the
  * activity's own. Every heartbeat carries `details()` (one without it would clear the progress).
+ * The first heartbeat is one interval in: each is a request the server writes, and work that ends
+ * sooner (most tool calls) needs none, since the heartbeat timeout counts from the attempt's start.
  */
 export async function whileHeartbeating<T>(
   work: (signal: AbortSignal) => Promise<T>,
@@ -27,7 +29,6 @@ export async function whileHeartbeating<T>(
 ): Promise<T> {
   const context = Context.current();
   const signal = context.cancellationSignal;
-  context.heartbeat(details?.());
   const timer = setInterval(() => context.heartbeat(details?.()), heartbeatInterval(context.info.heartbeatTimeoutMs));
   try {
     return await Promise.race([work(signal), context.cancelled]);

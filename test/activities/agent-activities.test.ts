@@ -14,6 +14,7 @@ import type { ChatActivityInput, ChatActivityOutput } from '../../src/activities
 import { requestCounter } from '../../src/core/agent/preflight.js';
 import { createCountTokensActivity } from '../../src/activities/count-tokens.js';
 import { createRecordSessionActivity } from '../../src/activities/session.js';
+import { createBuiltInTools } from '../../src/activities/tools.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.js';
 import { REPO_ROOT } from '../../corpus/index.js';
 import { loadTrajectory, openingOf, replayActivities, trajectoryDir } from '../support/agent.js';
@@ -330,17 +331,33 @@ describe('built-in tools', () => {
   });
   const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown) => new MockActivityEnvironment().run(fn, args);
 
-  it('the built-in tools heartbeat while they run, so a killed worker is noticed within the heartbeat timeout', async () => {
+  it('the built-in tools heartbeat while they run, so a killed worker is noticed within the heartbeat timeout; a call that ends within the first interval sends none', async () => {
+    // A heartbeat timeout of 200 ms: a heartbeat every 50 ms.
+    const heartbeatsOf = async (tool: (args: unknown) => Promise<unknown>, args: unknown) => {
+      const environment = new MockActivityEnvironment({ heartbeatTimeoutMs: 200 });
+      let heartbeats = 0;
+      environment.on('heartbeat', () => (heartbeats += 1));
+      await environment.run(tool, args);
+      return heartbeats;
+    };
+    writeFileSync(join(root, 'evil.txt'), `${'a'.repeat(42)}!\n`);
+    const slow = createBuiltInTools({ root, grepTimeoutMs: 600 });
+    try {
+      // (a+)+$ backtracks until the search's deadline.
+      expect(await heartbeatsOf(slow.grep, { pattern: '(a+)+$', path: 'evil.txt' })).toBeGreaterThanOrEqual(2);
+      expect(await heartbeatsOf(tools.fs_read, { path: 'src/app.py' })).toBe(0);
+    } finally {
+      rmSync(join(root, 'evil.txt'));
+    }
+    // Each runs inside the heartbeat wrapper, which also ends it when the activity is cancelled.
     for (const [tool, args] of [
       [tools.fs_read, { path: 'src/app.py' }],
       [tools.fs_list, {}],
       [tools.grep, { pattern: 'hello' }],
     ] as const) {
       const environment = new MockActivityEnvironment();
-      let heartbeats = 0;
-      environment.on('heartbeat', () => (heartbeats += 1));
-      await environment.run(tool, args);
-      expect(heartbeats).toBeGreaterThan(0);
+      environment.cancel();
+      await expect(environment.run(tool, args), tool.name).rejects.toMatchObject({ name: 'CancelledFailure' });
     }
     expect(
       Object.keys(tools)
