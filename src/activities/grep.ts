@@ -14,12 +14,16 @@ export interface GrepOutcome {
   stoppedAt: GrepThreadStop | 'deadline' | 'memory' | undefined;
 }
 
-/** The thread's script: the built file next to this one, else the TypeScript file through tsx's loader (tests). */
+/**
+ * The thread's script: the built file next to this one, else the TypeScript file through tsx's
+ * CommonJS loader (tests), which compiles in the thread itself: its ESM loader would start a second
+ * thread for its hooks, and cost each search twice the CPU to start.
+ */
 function threadScript(): { script: URL | string; eval: boolean } {
   const built = new URL('./grep-thread.js', import.meta.url);
   if (existsSync(fileURLToPath(built))) return { script: built, eval: false };
-  const source = new URL('./grep-thread.ts', import.meta.url).href;
-  const load = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); })`;
+  const source = fileURLToPath(new URL('./grep-thread.ts', import.meta.url));
+  const load = `require('tsx/cjs/api').require(${JSON.stringify(source)}, ${JSON.stringify(source)});`;
   return { script: load, eval: true };
 }
 
