@@ -156,9 +156,9 @@ describe.skipIf(uiOff || CHROMIUM === undefined)(
           expect(startDetails === undefined ? undefined : metadataOf(startDetails, 'messageType')).toBe(
             'temporal.api.sdk.v1.ExternalStorageReference',
           );
-          const metadataPage = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
-          await metadataPage.goto(`${uiUrl}/namespaces/default/workflows/${workflowId}/${runId}/history`);
-          // The tab is there once the page has loaded the run; clicked again until its content shows.
+          // Its tab on the same page, as a user moves between them (each load of the app is seconds of
+          // CPU); clicked again until its content shows.
+          const metadataPage = page;
           await expect
             .poll(
               async () => {

@@ -113,6 +113,7 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)(
 
         // The Memo tab: the memo as JSON, the table's lines one under the other in a monospaced block.
         await page.goto(`${base}/memo`);
+        const tab = (route: string) => page.locator(`a[role="tab"][href*="/${runId}/${route}"]`).first();
         const header = page.getByText('| # | round | tokens before → after |').first();
         await header.waitFor({ timeout: 30_000 });
         await page.screenshot({ path: `test-results/${screenshots}-memo.png` });
@@ -130,13 +131,14 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)(
         expect(font).toMatch(/mono/i);
 
         // The event history: each compaction's summarize activity says which compaction it is and why.
-        await page.goto(`${base}/history`);
+        // Its tab, as a user moves between them (the app is loaded once: each load is seconds of CPU).
+        await tab('history').click();
         const label = page.getByText(/^#\d+ trigger · \d+ msgs \(/).first();
         await label.waitFor({ timeout: 30_000 });
         expect(await label.isVisible()).toBe(true);
         await page.screenshot({ path: `test-results/${screenshots}-history.png`, fullPage: true });
         // The Timeline draws a label beside each activity's bar (`summarize • #3 trigger · …`), on the page.
-        await page.goto(`${base}/timeline`);
+        await tab('timeline').click();
         const drawn = page.getByText(/summarize • #\d+ trigger · \d+ msgs \([\d,]+ chars\)$/).first();
         await drawn.waitFor({ timeout: 30_000 });
         await drawn.scrollIntoViewIfNeeded();
