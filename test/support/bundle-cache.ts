@@ -12,10 +12,10 @@
 //
 // A bundle is also kept under node_modules/.cache, named by a digest of what it is built from: the
 // entry, every file under src/, the installed packages (npm's node_modules/.package-lock.json), the
-// compiler settings and this file. The shared entries import nothing else (bundle-cache.test.ts reads each
-// bundle's module list to hold them to it), so a run after an edit anywhere in src/ builds again,
-// and a run with nothing changed reads what the last one built. Only the last bundle of each entry
-// is kept.
+// compiler settings and this file. The shared entries import nothing else (bundle-cache.test.ts
+// reads each bundle's module list to hold them to it), so a run after an edit anywhere in src/
+// builds again, and a run with nothing changed reads what the last one built. Only the last bundle
+// of each entry is kept.
 //
 // One process builds an entry at a time: it holds `<bundle>.lock`, a directory (mkdir is atomic),
 // with its pid inside. A waiter takes a lock over when its holder has died, and after
