@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, isGrpcServiceError } from '@temporalio/client';
 import { defaultPayloadConverter, StorageDriverClaim } from '@temporalio/common';
-import { msToTs } from '@temporalio/common/lib/time.js';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3TestServer } from '../../scripts/s3-test-server.js';
@@ -26,6 +25,7 @@ import { sealObject, objectId } from '../../src/payloads/sealed-object.js';
 import { historyEvents } from '../../src/client/session-reader.js';
 import { runCli } from '../support/cli-process.js';
 import { claimOf, historyPayloads } from '../support/history-payloads.js';
+import { ownNamespace } from '../support/namespace.js';
 import { bundleWorkflows, testConnection, uniqueId, type TestConnection } from '../support/temporal.js';
 import type { EchoValue, StoreTestActivities, storeEcho } from '../../corpus/store-workflows.js';
 
@@ -39,24 +39,6 @@ beforeAll(async () => {
   t = await testConnection();
   bundle = await bundleWorkflows(new URL('../../corpus/store-workflows.ts', import.meta.url));
 });
-
-/** A namespace of this test's own: the collector reads every history of the namespaces it is given. */
-async function ownNamespace(): Promise<string> {
-  const namespace = uniqueId('ns-gc');
-  await t.connection.workflowService.registerNamespace({
-    namespace,
-    workflowExecutionRetentionPeriod: msToTs('1 day'),
-  });
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await t.connection.workflowService.describeNamespace({ namespace });
-      return namespace;
-    } catch (error) {
-      if (attempt > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
 
 /** Distinct text per run (a seed word mixed in everywhere), so runs share no chunk of content. */
 function prose(seed: string, length: number): string {
@@ -133,7 +115,8 @@ async function scenario(
   age: () => Promise<void>,
   s3ClientConfig?: S3TestServer['clientConfig'],
 ): Promise<Scenario> {
-  const namespace = await ownNamespace();
+  // A namespace of this test's own: the collector reads every history of the namespaces it is given.
+  const namespace = await ownNamespace(t.connection, 'ns-gc');
   const payloads = payloadConverterFromConfig(loadConfig({ env }), { s3ClientConfig });
   const driver = payloads.driver;
   if (driver === undefined) throw new Error('no store configured');

@@ -2,7 +2,6 @@
 // demo wedged on BadSearchAttributes, every workflow task failing forever). Each test makes its own
 // namespace on the dev server, with none of them registered, and runs agentRun there.
 import { Client } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentRun, createExtractiveSummarizer, createWorker, type CompactorWorkerConfig } from '../../src/index.js';
@@ -12,6 +11,7 @@ import type { CompactorWorker } from '../../src/worker/create-worker.js';
 import { COMPACTOR_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes.js';
 import { searchAttributeStatus } from '../../src/client/namespace-search-attributes.js';
 import { openingOf, trajectoryDir } from '../support/agent.js';
+import { ownNamespace } from '../support/namespace.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
 const TAU = 'taubench_gpt4o_airline_task2_trial1';
@@ -24,20 +24,7 @@ const input: AgentRunWorkflowInput = {
 
 /** A fresh namespace with no custom search attributes at all. */
 async function bareNamespace(t: TestConnection): Promise<{ namespace: string; client: Client }> {
-  const namespace = uniqueId('ns-bare');
-  await t.connection.workflowService.registerNamespace({
-    namespace,
-    workflowExecutionRetentionPeriod: msToTs('1 day'),
-  });
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await t.connection.workflowService.describeNamespace({ namespace });
-      break;
-    } catch (error) {
-      if (attempt > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  const namespace = await ownNamespace(t.connection, 'ns-bare');
   const status = await searchAttributeStatus(t.connection, namespace);
   expect(status.present).toEqual([]);
   return { namespace, client: new Client({ connection: t.connection, namespace }) };
