@@ -24,7 +24,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  type BundleOptions,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { withoutDataSources } from '../../src/cli/bundle-source-map.js';
 import { compactorPreloadModules } from '../../src/worker/workflow-bundling.js';
 import { INSTALLED, inputsDigest, KEPT_DIR, ROOT, writeWhole } from './build-inputs.js';
@@ -109,19 +114,26 @@ function readKept(file: string): string | undefined {
 }
 
 /**
- * `entry`'s bundle, built, and kept in `kept` as `before` (its name when the build began) in place
- * of the entry's earlier ones, unless what it is built from changed while it was built (then the
- * name would not say what it holds). It is what `temporal-compactor bundle` writes: it preloads what
- * every bundle of this package preloads, and its inline source map leaves out the BPE rank tables,
- * so each of the run's workers and replayers reads and compiles 9 MB rather than 17.
+ * A bundle as `temporal-compactor bundle` writes one, as `bundleWorkflows` gives every test: it
+ * preloads what every bundle of this package preloads, and its inline source map leaves out the BPE
+ * rank tables, so each worker and replayer of a run reads and compiles 9 MB rather than 17.
  */
-async function buildAndKeep(kept: string, entry: string, before: string): Promise<string> {
+export async function bundleForTests(options: BundleOptions): Promise<WorkflowBundleWithSourceMap> {
   const built = await bundleWorkflowCode({
     logger: new DefaultLogger('WARN'),
-    workflowsPath: entry,
     preloadModules: compactorPreloadModules(),
+    ...options,
   });
-  const { code } = withoutDataSources(built.code);
+  return { ...built, code: withoutDataSources(built.code).code };
+}
+
+/**
+ * `entry`'s bundle, built, and kept in `kept` as `before` (its name when the build began) in place
+ * of the entry's earlier ones, unless what it is built from changed while it was built (then the
+ * name would not say what it holds).
+ */
+async function buildAndKeep(kept: string, entry: string, before: string): Promise<string> {
+  const { code } = await bundleForTests({ workflowsPath: entry });
   if (keptName(entry) !== before) return code;
   mkdirSync(kept, { recursive: true });
   const prefix = `${SHARED_ENTRIES.indexOf(entry)}-`;

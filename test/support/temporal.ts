@@ -20,7 +20,6 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import {
-  bundleWorkflowCode,
   DefaultLogger,
   NativeConnection,
   Runtime,
@@ -32,10 +31,9 @@ import {
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
-import { compactorPreloadModules } from '../../src/worker/workflow-bundling.js';
 import type { temporal } from '@temporalio/proto';
 import { chainRunIds, HISTORY_CHANNEL_ARGS, historyEvents } from '../../src/client/session-reader.js';
-import { sharedBundle } from './bundle-cache.js';
+import { bundleForTests, sharedBundle } from './bundle-cache.js';
 import { registerCleanup } from './cleanup.js';
 
 export interface TestConnection {
@@ -165,15 +163,7 @@ export async function bundleWorkflows(
     // A build that failed throws in this file; the next file that asks tries again.
     reading.catch(() => sharedBundles.delete(key));
   }
-  return (
-    (await reading) ??
-    bundleWorkflowCode({
-      logger: new DefaultLogger('WARN'),
-      preloadModules: compactorPreloadModules(),
-      ...options,
-      workflowsPath: path,
-    })
-  );
+  return (await reading) ?? bundleForTests({ ...options, workflowsPath: path });
 }
 
 /**
