@@ -332,9 +332,13 @@ describe('built-in tools', () => {
   const run = <T>(fn: (args: unknown) => Promise<T>, args: unknown) => new MockActivityEnvironment().run(fn, args);
 
   it('the built-in tools heartbeat while they run, so a killed worker is noticed within the heartbeat timeout; a call that ends within the first interval sends none', async () => {
-    // A heartbeat timeout of 200 ms: a heartbeat every 50 ms.
-    const heartbeatsOf = async (tool: (args: unknown) => Promise<unknown>, args: unknown) => {
-      const environment = new MockActivityEnvironment({ heartbeatTimeoutMs: 200 });
+    // A heartbeat every quarter of the heartbeat timeout.
+    const heartbeatsOf = async (
+      heartbeatTimeoutMs: number,
+      tool: (args: unknown) => Promise<unknown>,
+      args: unknown,
+    ) => {
+      const environment = new MockActivityEnvironment({ heartbeatTimeoutMs });
       let heartbeats = 0;
       environment.on('heartbeat', () => (heartbeats += 1));
       await environment.run(tool, args);
@@ -343,9 +347,10 @@ describe('built-in tools', () => {
     writeFileSync(join(root, 'evil.txt'), `${'a'.repeat(42)}!\n`);
     const slow = createBuiltInTools({ root, grepTimeoutMs: 600 });
     try {
-      // (a+)+$ backtracks until the search's deadline.
-      expect(await heartbeatsOf(slow.grep, { pattern: '(a+)+$', path: 'evil.txt' })).toBeGreaterThanOrEqual(2);
-      expect(await heartbeatsOf(tools.fs_read, { path: 'src/app.py' })).toBe(0);
+      // (a+)+$ backtracks until the search's deadline, 600 ms: a heartbeat every 50 ms meanwhile.
+      expect(await heartbeatsOf(200, slow.grep, { pattern: '(a+)+$', path: 'evil.txt' })).toBeGreaterThanOrEqual(2);
+      // A small file is read well within the tools' default 10 s heartbeat timeout's first quarter.
+      expect(await heartbeatsOf(10_000, tools.fs_read, { path: 'src/app.py' })).toBe(0);
     } finally {
       rmSync(join(root, 'evil.txt'));
     }
