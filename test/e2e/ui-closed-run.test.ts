@@ -21,7 +21,7 @@ import { payloadProtoSize } from '../../src/payloads/codec.js';
 import { payloadConverterFromConfig } from '../../src/payloads/index.js';
 import { UI_PAYLOAD_METADATA_KEY } from '../../src/shared/ui-payload.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
-import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
+import { CHROMIUM_ARGS, chromiumForTests, runTab } from '../support/chromium.js';
 import { claimOf, historyPayloads, metadataOf } from '../support/history-payloads.js';
 import { bundleWorkflows, testConnection, uniqueId, withWorker, type TestConnection } from '../support/temporal.js';
 
@@ -113,7 +113,6 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)(
 
         // The Memo tab: the memo as JSON, the table's lines one under the other in a monospaced block.
         await page.goto(`${base}/memo`);
-        const tab = (route: string) => page.locator(`a[role="tab"][href*="/${runId}/${route}"]`).first();
         const header = page.getByText('| # | round | tokens before → after |').first();
         await header.waitFor({ timeout: 30_000 });
         await page.screenshot({ path: `test-results/${screenshots}-memo.png` });
@@ -131,14 +130,13 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)(
         expect(font).toMatch(/mono/i);
 
         // The event history: each compaction's summarize activity says which compaction it is and why.
-        // Its tab, as a user moves between them (the app is loaded once: each load is seconds of CPU).
-        await tab('history').click();
+        await runTab(page, runId, 'history').click();
         const label = page.getByText(/^#\d+ trigger · \d+ msgs \(/).first();
         await label.waitFor({ timeout: 30_000 });
         expect(await label.isVisible()).toBe(true);
         await page.screenshot({ path: `test-results/${screenshots}-history.png`, fullPage: true });
         // The Timeline draws a label beside each activity's bar (`summarize • #3 trigger · …`), on the page.
-        await tab('timeline').click();
+        await runTab(page, runId, 'timeline').click();
         const drawn = page.getByText(/summarize • #\d+ trigger · \d+ msgs \([\d,]+ chars\)$/).first();
         await drawn.waitFor({ timeout: 30_000 });
         await drawn.scrollIntoViewIfNeeded();

@@ -13,7 +13,7 @@ import type { AgentRunWorkflowInput } from '../../src/shared/agent-run.js';
 import { compactionLine } from '../../src/core/agent/compaction-history.js';
 import { agentRunStaticMetadata } from '../../dev/static-metadata.js';
 import { openingOf, replayActivities, runAgent } from '../support/agent.js';
-import { CHROMIUM_ARGS, chromiumForTests } from '../support/chromium.js';
+import { CHROMIUM_ARGS, chromiumForTests, runTab } from '../support/chromium.js';
 import { bundleWorkflows, testConnection, uniqueId, withFileWorker } from '../support/temporal.js';
 
 const uiUrl = inject('temporalUiUrl');
@@ -121,9 +121,8 @@ describe.skipIf(uiUrl === null || CHROMIUM === undefined)('the Temporal UI of a 
       await panelFrame.screenshot({ path: 'test-results/agent-run-ui-current-details-panel.png' });
 
       // Event history (newest first, one page): the latest summarize activity carries its summary
-      // metadata: which compaction it served and why, then how many messages it summarized. Its tab,
-      // as a user moves between them (the app is loaded once: each load is seconds of CPU).
-      await page.locator(`a[role="tab"][href*="/${runId}/history"]`).first().click();
+      // metadata: which compaction it served and why, then how many messages it summarized.
+      await runTab(page, runId, 'history').click();
       const lastSummary = summarized.at(-1);
       const number = lastSummary === undefined ? 0 : outcome.compactions.indexOf(lastSummary) + 1;
       const activitySummary = page

@@ -2,7 +2,7 @@
 // Chromium. `npm test` on a machine without it skips them with one line saying what to install;
 // with REQUIRE_CHROMIUM=1 (.ci/run, which installs it) its absence fails them instead.
 import { accessSync, constants, statSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { chromium, type Locator, type Page } from 'playwright-core';
 
 /** How the browser tests launch it: headless, no sandbox (CI runs as root), nothing fetched in the background. */
 export const CHROMIUM_ARGS: readonly string[] = [
@@ -82,4 +82,12 @@ export function chromiumForTests(
   if (env.REQUIRE_CHROMIUM === '1') throw new Error(`REQUIRE_CHROMIUM=1 but ${missingChromiumMessage(lookup)}`);
   console.warn(`skipping ${what}: ${missingChromiumMessage(lookup)}`);
   return undefined;
+}
+
+/**
+ * The Temporal UI's tab `route` (`history`, `timeline`, …) of the run `runId` on `page`: clicking it
+ * moves there as a user does, without loading the app again (each load is seconds of CPU).
+ */
+export function runTab(page: Page, runId: string, route: string): Locator {
+  return page.locator(`a[role="tab"][href*="/${runId}/${route}"]`).first();
 }
